@@ -1,0 +1,35 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.node contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+
+    # Options shared by the modules that gather GPU topology
+    DOCUMENTATION = r'''
+options:
+  nvidia_smi:
+    description:
+      - Path or name of the C(nvidia-smi) binary. A bare name is looked up on the node's E(PATH).
+      - Ignored when O(bundle_dir) is set.
+    type: str
+    default: nvidia-smi
+  sysfs_root:
+    description:
+      - Where sysfs is mounted, like node_exporter's C(--path.sysfs).
+      - InfiniBand ports are read from C(<sysfs_root>/class/infiniband) and PCIe links and NUMA nodes
+        from C(<sysfs_root>/bus/pci/devices).
+      - When O(bundle_dir) is set and this option is not, C(<bundle_dir>/sys) is used.
+    type: path
+  bundle_dir:
+    description:
+      - Read everything from a capture bundle on the node instead of running commands.
+      - The bundle holds C(nvidia-smi-q-x.xml), C(nvidia-smi-topo-m.txt), C(nvidia-smi-nvlink-s.txt) and
+        C(sys/) (a copy of the sysfs files above), as written by the C(gpuops.node.capture) playbook.
+        A C(<file>.rc) beside an output holds the exit status nvidia-smi had when it was captured.
+      - Every file is optional; a missing one leaves its part of the facts out and is listed in C(missing).
+    type: path
+'''

@@ -1,0 +1,88 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.node contributors
+# Apache License 2.0 (see LICENSE)
+"""Recognises nvidia-smi failures and per-GPU error lines."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import re
+
+# nvidia-smi exit codes (as documented by nvidia-smi and used by LBNL NHC)
+EXIT_CODES = {
+    2: 'invalid argument',
+    3: 'operation not available on the target device',
+    4: 'permission denied',
+    6: 'query unsuccessful',
+    8: 'external power cables not attached',
+    9: 'NVIDIA driver is not loaded',
+    10: 'interrupt issue with a GPU',
+    12: 'NVML shared library could not be found or loaded',
+    13: 'function not implemented in this NVML version',
+    14: 'infoROM is corrupted',
+    15: 'a GPU has fallen off the bus or is otherwise inaccessible',
+    255: 'other error or internal driver error',
+}
+
+_PATTERNS = (
+    ('driver_not_loaded', re.compile(r"couldn't communicate with the NVIDIA driver", re.IGNORECASE)),
+    ('nvml_mismatch', re.compile(r'Driver/library version mismatch', re.IGNORECASE)),
+    ('nvml_missing', re.compile(r"couldn't find libnvidia-ml|NVML Shared Library Not Found|"
+                                r"Failed to initialize NVML: (?!Driver/library)", re.IGNORECASE)),
+    ('no_devices', re.compile(r'^No devices were found', re.IGNORECASE | re.MULTILINE)),
+    ('gpu_lost', re.compile(r'GPU is lost|fallen off the bus', re.IGNORECASE)),
+    ('permission_denied', re.compile(r'Insufficient Permissions', re.IGNORECASE)),
+)
+_RC_KINDS = {9: 'driver_not_loaded', 12: 'nvml_missing', 15: 'gpu_lost', 4: 'permission_denied',
+             2: 'invalid_argument', 14: 'inforom_corrupt', 8: 'power_cables'}
+
+# "Unable to determine the device handle for GPU 0000:05:00.0: GPU is lost. ..." (old)
+# "Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error" (new)
+_HANDLE_RE = re.compile(
+    r'Unable to determine the device handle for GPU\s*(?:(\d+):\s*)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:'
+    r'[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*:\s*(.*?)\s*$')
+
+
+def classify_nvsmi_failure(rc, text):
+    """Classify a failed nvidia-smi run.
+
+    Returns None when ``rc`` is 0 and the output carries no whole-tool error,
+    else ``{kind, message, rc}`` where ``message`` is the tool's own first
+    meaningful line (or the documented meaning of the exit code).
+    """
+    text = text or ''
+    kind = None
+    for name, pattern in _PATTERNS:
+        if pattern.search(text):
+            kind = name
+            break
+    if rc == 0 and kind in (None, 'gpu_lost'):
+        # per-GPU errors before a partial table: reported by device_errors()
+        return None
+    if kind is None:
+        kind = _RC_KINDS.get(rc, 'unknown')
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    message = lines[0] if lines else EXIT_CODES.get(rc, 'nvidia-smi failed with exit code %s' % rc)
+    for line in lines:
+        if 'NVIDIA-SMI has failed' in line or 'Failed to initialize NVML' in line or 'No devices' in line:
+            message = line
+            break
+    return {'kind': kind, 'message': message, 'rc': rc}
+
+
+def device_errors(text):
+    """Per-GPU error lines printed before (or instead of) the normal output.
+
+    Returns a list of ``{gpu, pci_bus_id, reason}``; ``gpu`` is the index when
+    the new message form names it, else None.
+    """
+    found = []
+    for line in (text or '').splitlines():
+        match = _HANDLE_RE.search(line)
+        if match:
+            found.append({
+                'gpu': int(match.group(1)) if match.group(1) is not None else None,
+                'pci_bus_id': match.group(2),
+                'reason': match.group(3).rstrip('.').split('  ')[0].strip(),
+            })
+    return found

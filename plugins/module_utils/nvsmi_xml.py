@@ -1,0 +1,174 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.node contributors
+# Apache License 2.0 (see LICENSE)
+"""Parser for ``nvidia-smi -q -x`` (XML)."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import re
+import xml.etree.ElementTree as ET
+
+from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
+
+COMMAND = 'nvidia-smi -q -x'
+
+_NA = ('N/A', '', '[N/A]', '[Not Supported]', 'Not Supported', '[Unknown Error]')
+
+
+def _text(elem, path):
+    if elem is None:
+        return None
+    node = elem.find(path)
+    if node is None or node.text is None:
+        return None
+    value = node.text.strip()
+    if value in _NA:
+        return None
+    return value
+
+
+def _first_text(elem, paths):
+    for path in paths:
+        value = _text(elem, path)
+        if value is not None:
+            return value
+    return None
+
+
+def _int(value):
+    if value is None:
+        return None
+    match = re.match(r'^\s*(\d+)', value)
+    if match:
+        return int(match.group(1))
+    return None
+
+
+def _yes_no(value):
+    if value is None:
+        return None
+    low = value.strip().lower()
+    if low in ('yes', 'true', 'enabled', 'active'):
+        return True
+    if low in ('no', 'false', 'disabled', 'not active'):
+        return False
+    return None
+
+
+def _uncorrectable(group):
+    """Sum of uncorrectable ECC counters in a ``volatile``/``aggregate`` element.
+
+    Ampere and later print ``sram_uncorrectable``/``dram_uncorrectable`` (and
+    ``sram_uncorrectable_parity``/``_secded`` on newer drivers); older GPUs
+    print ``double_bit/total``. Returns None when every counter is N/A.
+    """
+    if group is None:
+        return None
+    if group.find('double_bit') is not None:
+        return _int(_text(group, 'double_bit/total'))
+    tags = [child.tag for child in group]
+    wanted = [t for t in tags if t in ('sram_uncorrectable', 'dram_uncorrectable')]
+    if not wanted:
+        wanted = [t for t in tags if 'uncorrectable' in t]
+    known = [v for v in (_int(_text(group, t)) for t in wanted) if v is not None]
+    if not known:
+        return None
+    return sum(known)
+
+
+def _width(value):
+    # "16x" -> 16
+    return _int(value)
+
+
+def _gpu(index, elem):
+    pci = elem.find('pci')
+    link = pci.find('pci_gpu_link_info') if pci is not None else None
+    remapped = elem.find('remapped_rows')
+    remapped_pending = None
+    remapping_failure = None
+    remapped_unc = None
+    if remapped is not None and len(remapped):
+        remapped_pending = _yes_no(_text(remapped, 'remapped_row_pending'))
+        remapping_failure = _yes_no(_text(remapped, 'remapped_row_failure'))
+        remapped_unc = _int(_text(remapped, 'remapped_row_unc'))
+    retired = elem.find('retired_pages')
+    retired_pending = None
+    if retired is not None:
+        retired_pending = _yes_no(_text(retired, 'pending_retirement'))
+    mig_devices = elem.find('mig_devices')
+    ecc = elem.find('ecc_errors')
+    return {
+        'index': index,
+        'uuid': _text(elem, 'uuid'),
+        'name': _text(elem, 'product_name'),
+        'pci_bus_id': _text(pci, 'pci_bus_id') or elem.get('id'),
+        'pci_device_id': _text(pci, 'pci_device_id'),
+        'serial': _text(elem, 'serial'),
+        'architecture': _text(elem, 'product_architecture'),
+        'minor_number': _int(_text(elem, 'minor_number')),
+        'pcie': {
+            'gen_current': _int(_text(link, 'pcie_gen/current_link_gen')),
+            'gen_max': _int(_text(link, 'pcie_gen/max_link_gen')),
+            'width_current': _width(_text(link, 'link_widths/current_link_width')),
+            'width_max': _width(_text(link, 'link_widths/max_link_width')),
+        },
+        'persistence_mode': _text(elem, 'persistence_mode'),
+        'mig_mode': _text(elem, 'mig_mode/current_mig'),
+        'mig_mode_pending': _text(elem, 'mig_mode/pending_mig'),
+        'mig_devices': len(mig_devices.findall('mig_device')) if mig_devices is not None else 0,
+        'compute_mode': _text(elem, 'compute_mode'),
+        'ecc_mode': _text(elem, 'ecc_mode/current_ecc'),
+        'ecc_mode_pending': _text(elem, 'ecc_mode/pending_ecc'),
+        'ecc_uncorrected_volatile': _uncorrectable(ecc.find('volatile') if ecc is not None else None),
+        'ecc_uncorrected_aggregate': _uncorrectable(ecc.find('aggregate') if ecc is not None else None),
+        'retired_pages_pending': retired_pending,
+        'remapped_rows_uncorrectable': remapped_unc,
+        'remapped_rows_pending': remapped_pending,
+        'remapping_failure': remapping_failure,
+    }
+
+
+def parse_nvsmi_xml(text):
+    """Parse ``nvidia-smi -q -x``.
+
+    Returns ``driver_version``, ``cuda_version``, ``attached_gpus`` and
+    ``gpus`` (a list of per-GPU dicts in enumeration order; ``index`` is the
+    position, as nvidia-smi numbers GPUs). Values printed as N/A are None.
+    Raises ParseError naming the line of malformed or truncated XML.
+    """
+    if text is None or not text.strip():
+        raise ParseError(COMMAND, 'output is empty')
+    start = text.find('<')
+    if start < 0:
+        first = text.strip().splitlines()[0]
+        raise ParseError(COMMAND, 'output is not XML', 1, first)
+    prefix_lines = text[:start].count('\n')
+    try:
+        root = ET.fromstring(text[start:].encode('utf-8'))
+    except ET.ParseError as exc:
+        line_no, _col = getattr(exc, 'position', (None, None))
+        line = None
+        if line_no is not None:
+            line_no += prefix_lines
+            all_lines = text.splitlines()
+            if 0 < line_no <= len(all_lines):
+                line = all_lines[line_no - 1]
+        raise ParseError(COMMAND, 'malformed or truncated XML (%s)' % exc, line_no, line)
+    if root.tag != 'nvidia_smi_log':
+        raise ParseError(COMMAND, 'root element is <%s>, expected <nvidia_smi_log>' % root.tag)
+    gpus = [_gpu(i, elem) for i, elem in enumerate(root.findall('gpu'))]
+    attached = _int(_text(root, 'attached_gpus'))
+    warnings = []
+    if attached is not None and attached != len(gpus):
+        warnings.append('%s: attached_gpus says %d but %d <gpu> elements were printed'
+                        % (COMMAND, attached, len(gpus)))
+    return {
+        # driver 610 renames these to KMD Version / CUDA UMD Version
+        'driver_version': _first_text(root, ['driver_version', 'kmd_version']),
+        'cuda_version': _first_text(root, ['cuda_version', 'cuda_umd_version']),
+        'attached_gpus': attached,
+        'gpus': gpus,
+        'warnings': warnings,
+    }

@@ -1,0 +1,174 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.node contributors
+# Apache License 2.0 (see LICENSE)
+"""Readers for the sysfs files gpuops.node uses.
+
+``sysfs_root`` plays the role of node_exporter's ``--path.sysfs``: ``/sys`` on
+a live node, ``<bundle>/sys`` for a capture bundle.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+import re
+
+from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
+
+# PCIe transfer rate per lane (GT/s) -> generation
+_GT_TO_GEN = {'2.5': 1, '5': 2, '5.0': 2, '8': 3, '8.0': 3, '16': 4, '16.0': 4,
+              '32': 5, '32.0': 5, '64': 6, '64.0': 6, '128': 7, '128.0': 7}
+_STATE_RE = re.compile(r'^\s*(\d+)\s*:\s*(\S+)\s*$')
+_RATE_RE = re.compile(r'^\s*([0-9]+(?:\.[0-9]+)?)\s*Gb/sec\b')
+_PCI_RE = re.compile(r'^([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$')
+
+
+def read_value(path):
+    """Contents of a sysfs file without the trailing newline, or None if absent."""
+    try:
+        with open(path, 'r') as handle:
+            return handle.read().strip()
+    except (IOError, OSError):
+        return None
+
+
+def parse_port_state(value, path='state'):
+    """``"4: ACTIVE"`` -> ``"ACTIVE"``; ``"5: LinkUp"`` -> ``"LinkUp"``."""
+    if value is None:
+        return None
+    match = _STATE_RE.match(value)
+    if not match:
+        raise ParseError('sysfs %s' % path, 'expected "<number>: <STATE>"', 1, value)
+    return match.group(2)
+
+
+def parse_rate(value, path='rate'):
+    """``"400 Gb/sec (4X NDR)"`` -> ``400``; ``"2.5 Gb/sec (1X SDR)"`` -> ``2.5``."""
+    if value is None:
+        return None
+    match = _RATE_RE.match(value)
+    if not match:
+        raise ParseError('sysfs %s' % path, 'expected "<N> Gb/sec (...)"', 1, value)
+    number = float(match.group(1))
+    return int(number) if number.is_integer() else number
+
+
+def parse_numa_node(value):
+    """``"1"`` -> 1; ``"-1"`` (no NUMA information) or absent -> None."""
+    if value is None or not re.match(r'^-?\d+$', value.strip()):
+        return None
+    number = int(value)
+    return number if number >= 0 else None
+
+
+def parse_link_speed(value, path='current_link_speed'):
+    """``"32.0 GT/s PCIe"`` -> PCIe generation 5. ``"Unknown"`` -> None."""
+    if value is None:
+        return None
+    match = re.match(r'^\s*([0-9.]+)\s*GT/s', value)
+    if not match:
+        if value.strip().lower().startswith('unknown'):
+            return None
+        raise ParseError('sysfs %s' % path, 'expected "<N> GT/s"', 1, value)
+    return _GT_TO_GEN.get(match.group(1))
+
+
+def sysfs_pci_address(bus_id):
+    """nvidia-smi's ``00000000:19:00.0`` -> sysfs ``0000:19:00.0``."""
+    if not bus_id:
+        return None
+    match = _PCI_RE.match(bus_id.strip())
+    if not match:
+        return None
+    domain = match.group(1)[-4:]
+    return ('%s:%s:%s.%s' % (domain, match.group(2), match.group(3), match.group(4))).lower()
+
+
+def read_pci_device(sysfs_root, bus_id):
+    """PCIe link and NUMA node of one PCI device, or None when not in sysfs."""
+    address = sysfs_pci_address(bus_id)
+    if address is None:
+        return None
+    base = os.path.join(sysfs_root, 'bus', 'pci', 'devices', address)
+    if not os.path.isdir(base):
+        return None
+
+    def width(name):
+        value = read_value(os.path.join(base, name))
+        return int(value) if value and value.isdigit() else None
+
+    def speed(name):
+        path = os.path.join(base, name)
+        return parse_link_speed(read_value(path), path)
+
+    return {
+        'address': address,
+        'numa_node': parse_numa_node(read_value(os.path.join(base, 'numa_node'))),
+        'gen_current': speed('current_link_speed'),
+        'gen_max': speed('max_link_speed'),
+        'width_current': width('current_link_width'),
+        'width_max': width('max_link_width'),
+    }
+
+
+def _natural(name):
+    return [int(part) if part.isdigit() else part for part in re.split(r'(\d+)', name)]
+
+
+def read_infiniband(sysfs_root):
+    """RDMA devices under ``class/infiniband``.
+
+    Returns None when the directory does not exist, else a dict with ``nics``
+    (``name``, ``numa_node``, ``pci_bus_id``, ``ports``: ``port``, ``state``,
+    ``phys_state``, ``rate_gbps``, ``link_layer``) and ``warnings`` naming
+    the files that were absent or unreadable.
+    """
+    base = os.path.join(sysfs_root, 'class', 'infiniband')
+    if not os.path.isdir(base):
+        return None
+    nics = []
+    warnings = []
+    for name in sorted(os.listdir(base), key=_natural):
+        hca = os.path.join(base, name)
+        if not os.path.isdir(hca):
+            continue
+        device = os.path.join(hca, 'device')
+        pci = None
+        if os.path.islink(device):
+            candidate = os.path.basename(os.readlink(device))
+            if _PCI_RE.match(candidate):
+                pci = candidate.lower()
+        ports = []
+        ports_dir = os.path.join(hca, 'ports')
+        if os.path.isdir(ports_dir):
+            for port in sorted((p for p in os.listdir(ports_dir) if p.isdigit()), key=int):
+                pdir = os.path.join(ports_dir, port)
+                entry = {'port': int(port)}
+                for key, fname, parser in (('state', 'state', parse_port_state),
+                                           ('phys_state', 'phys_state', parse_port_state),
+                                           ('rate_gbps', 'rate', parse_rate),
+                                           ('link_layer', 'link_layer', None)):
+                    path = os.path.join(pdir, fname)
+                    value = read_value(path)
+                    if value is None:
+                        warnings.append('sysfs: %s/%s/ports/%s/%s is absent' % ('class/infiniband', name, port, fname))
+                        entry[key] = None
+                        continue
+                    if parser is None:
+                        entry[key] = value.splitlines()[0].strip() if value else value
+                        continue
+                    try:
+                        entry[key] = parser(value, path)
+                    except ParseError as exc:
+                        warnings.append(str(exc))
+                        entry[key] = None
+                ports.append(entry)
+        else:
+            warnings.append('sysfs: class/infiniband/%s has no ports directory' % name)
+        nics.append({
+            'name': name,
+            'numa_node': parse_numa_node(read_value(os.path.join(device, 'numa_node'))),
+            'pci_bus_id': pci,
+            'ports': ports,
+        })
+    return {'nics': nics, 'warnings': warnings}

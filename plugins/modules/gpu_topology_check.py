@@ -1,0 +1,205 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.node contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: gpu_topology_check
+short_description: Validate a node's GPU topology against its node class, and against a baseline
+version_added: 0.1.0
+description:
+  - Gathers the topology like M(gpuops.node.gpu_topology_facts) and compares it with O(expected), the
+    profile the node's class declares in inventory.
+  - With O(baseline), a C(gpu_topology) snapshot taken before a change, also reports what got worse
+    (GPUs lost, NVLink or NIC links lost, PCIe down-trained, ports gone down, new ECC errors).
+    This is the before/after comparison that wraps every change.
+  - A check that cannot be made because its input is missing is a failure whose C(actual) is
+    C(not checked); it never passes silently.
+  - The module only reads; it never changes the node.
+author:
+  - gpuops.node maintainers
+extends_documentation_fragment:
+  - gpuops.node.gpu_topology
+options:
+  expected:
+    description:
+      - The node-class profile. Every key is optional; an unknown key is an error.
+      - C(gpu_count) (int), C(gpu_model) (glob on every GPU name), C(driver_version) (glob).
+      - C(pcie_gen_min) (int, compared with the trained link generation C(gen_max), since idle GPUs report
+        a lower current generation), C(pcie_width_min) (int, compared with the current width).
+      - C(nvlink_relation) (relation required between every GPU pair, for example C(NV18)),
+        C(nvlink_active_links) (int, per GPU).
+      - C(persistence_mode), C(ecc_mode), C(mig_mode) (C(Enabled) or C(Disabled)), C(compute_mode) (for example C(Default)).
+      - C(max_ecc_uncorrected) (int, volatile and aggregate), C(allow_retired_pages_pending) (bool),
+        C(allow_remapped_rows_pending) (bool, also covers a remapping failure).
+      - C(nic_names) (list of globs choosing the NICs the NIC checks apply to, default all), C(nic_count),
+        C(nic_port_state) (for example C(ACTIVE)), C(nic_link_layer) (C(InfiniBand) or C(Ethernet)),
+        C(nic_rate_min_gbps) (number).
+      - C(gpu_nic_relation_max) (worst allowed relation from each GPU to its closest selected NIC, one of C(PIX),
+        C(PXB), C(PHB), C(NODE) or C(SYS)).
+      - C(numa_balance) (bool, GPUs spread evenly over the NUMA nodes holding GPUs).
+    type: dict
+    default: {}
+  baseline:
+    description:
+      - A previous C(gpu_topology) snapshot (for example the RV(gpu_topology) this module returned before a change).
+      - When set, RV(regressions) lists what got worse since then, and any regression fails the check.
+    type: dict
+  fail_on_mismatch:
+    description:
+      - Fail the task when there is any failure or regression.
+      - Set to V(false) to only report, for example to write a rack report first.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+    description: Reads only, so check mode runs it unchanged.
+  diff_mode:
+    support: none
+    description: Changes nothing, so there is no diff.
+  platform:
+    platforms: posix
+    description: Linux nodes with NVIDIA GPUs, or any host reading a capture bundle.
+seealso:
+  - module: gpuops.node.gpu_topology_facts
+'''
+
+EXAMPLES = r'''
+- name: Check a DGX H100 against its node class
+  gpuops.node.gpu_topology_check:
+    expected:
+      gpu_count: 8
+      gpu_model: NVIDIA H100*
+      nvlink_relation: NV18
+      pcie_gen_min: 5
+      pcie_width_min: 16
+      nic_names: ['mlx5_[0-9]', 'mlx5_1[01]']
+      nic_count: 8
+      nic_port_state: ACTIVE
+      nic_link_layer: InfiniBand
+      nic_rate_min_gbps: 400
+      gpu_nic_relation_max: PXB
+      max_ecc_uncorrected: 0
+      allow_remapped_rows_pending: false
+
+- name: Snapshot before a change
+  gpuops.node.gpu_topology_check:
+    expected: "{{ gpuops_node_class_profile }}"
+    fail_on_mismatch: false
+  register: pre_check
+
+- name: After the change, compare with the snapshot
+  gpuops.node.gpu_topology_check:
+    expected: "{{ gpuops_node_class_profile }}"
+    baseline: "{{ pre_check.gpu_topology }}"
+'''
+
+RETURN = r'''
+passed:
+  description: True when there is no failure and no regression.
+  returned: success
+  type: bool
+  sample: false
+failures:
+  description:
+    - Every mismatch with O(expected).
+    - C(check) is one of C(output_unreadable), C(driver_loaded), C(gpu_count), C(gpu_model), C(driver_version),
+      C(pcie_gen), C(pcie_width), C(nvlink_relation), C(nvlink_active_links), C(persistence_mode), C(ecc_mode),
+      C(mig_mode), C(compute_mode), C(ecc_uncorrected), C(retired_pages_pending), C(remapped_rows_pending),
+      C(nic_count), C(nic_port_state), C(nic_link_layer), C(nic_rate), C(gpu_nic_relation), C(numa_balance).
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    check:
+      description: Name of the check.
+      type: str
+      returned: always
+      sample: nvlink_active_links
+    subject:
+      description: What was checked (C(node), C(GPU3), C(GPU0-GPU3), C(mlx5_2/1)).
+      type: str
+      returned: always
+      sample: GPU3
+    expected:
+      description: What the profile asked for.
+      type: raw
+      returned: always
+      sample: 18
+    actual:
+      description: What the node has, or C(not checked) when the input was missing.
+      type: raw
+      returned: always
+      sample: 16
+    message:
+      description: One line for a human.
+      type: str
+      returned: always
+      sample: GPU3 has 16 active NVLink links, expected 18
+regressions:
+  description:
+    - What got worse since O(baseline); empty without it.
+    - C(check) is one of C(gpu_lost), C(nvlink_lost), C(nic_lost), C(nic_port_down), C(pcie_downtrained),
+      C(ecc_errors_new); C(before) and C(after) are the two values.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{check: nic_port_down, subject: mlx5_2/1, before: ACTIVE, after: DOWN, message: mlx5_2/1 went from ACTIVE to DOWN}]
+gpu_topology:
+  description: The gathered snapshot, in the schema of M(gpuops.node.gpu_topology_facts); use it as the next O(baseline).
+  returned: success
+  type: dict
+  sample: {driver_loaded: true, gpu_count: 8}
+msg:
+  description: Summary of the outcome.
+  returned: always
+  type: str
+  sample: 2 failure(s), 0 regression(s)
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.node.plugins.module_utils.gpu_topology_module import (
+    GATHER_ARGS, gather_for_module)
+from ansible_collections.gpuops.node.plugins.module_utils.topology_check import (
+    check_profile, find_regressions, validate_profile)
+
+
+def main():
+    argument_spec = dict(GATHER_ARGS)
+    argument_spec.update(
+        expected=dict(type='dict', default={}),
+        baseline=dict(type='dict'),
+        fail_on_mismatch=dict(type='bool', default=True),
+    )
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    problems = validate_profile(module.params['expected'])
+    if problems:
+        module.fail_json(msg='invalid expected profile: %s' % '; '.join(problems))
+    baseline = module.params['baseline']
+    if baseline is not None and not isinstance(baseline.get('gpus', []), list):
+        module.fail_json(msg='baseline must be a gpu_topology snapshot (with a gpus list)')
+
+    topology = gather_for_module(module)
+    failures = check_profile(topology, module.params['expected'])
+    regressions = find_regressions(baseline, topology) if baseline is not None else []
+    passed = not failures and not regressions
+    msg = '%d failure(s), %d regression(s)' % (len(failures), len(regressions))
+    result = dict(changed=False, passed=passed, failures=failures, regressions=regressions,
+                  gpu_topology=topology, msg=msg)
+    if not passed and module.params['fail_on_mismatch']:
+        details = '; '.join(f['message'] for f in (failures + regressions)[:10])
+        if len(failures) + len(regressions) > 10:
+            details += '; ...'
+        result['msg'] = '%s: %s' % (msg, details)
+        module.fail_json(**result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

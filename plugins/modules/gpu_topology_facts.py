@@ -1,0 +1,207 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.node contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: gpu_topology_facts
+short_description: Read the GPU, NVLink, PCIe, NUMA and NIC topology of a node
+version_added: 0.1.0
+description:
+  - Runs C(nvidia-smi -q -x), C(nvidia-smi topo -m) and C(nvidia-smi nvlink -s) and reads sysfs, or reads
+    the same outputs from a capture bundle, and returns them as the C(gpu_topology) fact.
+  - A node whose NVIDIA driver is not loaded is reported with RV(ansible_facts.gpu_topology.driver_loaded=false)
+    and the tool's message; the module does not fail for it.
+  - Output that cannot be read makes the module fail with a message naming the command and the line;
+    parts that could be read are still returned.
+  - The module only reads; it never changes the node.
+author:
+  - gpuops.node maintainers
+extends_documentation_fragment:
+  - gpuops.node.gpu_topology
+attributes:
+  check_mode:
+    support: full
+    description: Reads only, so check mode runs it unchanged.
+  diff_mode:
+    support: none
+    description: Changes nothing, so there is no diff.
+  facts:
+    support: full
+    description: Returns the C(gpu_topology) fact.
+  platform:
+    platforms: posix
+    description: Linux nodes with NVIDIA GPUs, or any host reading a capture bundle.
+notes:
+  - Idle GPUs report a lower current PCIe generation; compare C(pcie.gen_max) for the trained link.
+  - NIC names in C(matrix) are the real RDMA device names, resolved through the C(NIC Legend) that newer
+    drivers print.
+seealso:
+  - module: gpuops.node.gpu_topology_check
+'''
+
+EXAMPLES = r'''
+- name: Read the GPU topology of the node
+  gpuops.node.gpu_topology_facts:
+
+- name: Show which NIC each GPU should use
+  ansible.builtin.debug:
+    var: ansible_facts.gpu_topology.gpu_nic_affinity
+
+- name: Read a capture bundle instead of the node
+  gpuops.node.gpu_topology_facts:
+    bundle_dir: /var/tmp/captures/node042
+
+- name: Use a sysfs tree mounted elsewhere
+  gpuops.node.gpu_topology_facts:
+    nvidia_smi: /usr/bin/nvidia-smi
+    sysfs_root: /host/sys
+'''
+
+RETURN = r'''
+ansible_facts:
+  description: Facts to add to ansible_facts.
+  returned: always
+  type: dict
+  contains:
+    gpu_topology:
+      description: The node's GPU topology.
+      returned: always
+      type: dict
+      contains:
+        driver_loaded:
+          description: Whether nvidia-smi could talk to the NVIDIA driver.
+          type: bool
+          returned: always
+          sample: true
+        driver_error:
+          description:
+            - Why nvidia-smi failed, or null.
+            - C(kind) is one of C(driver_not_loaded) (exit 9, "couldn't communicate with the NVIDIA driver"),
+              C(nvml_mismatch), C(nvml_missing), C(no_devices), C(gpu_lost), C(permission_denied),
+              C(nvidia_smi_missing) or C(unknown); C(message) is the tool's own line; C(rc) its exit status.
+          type: dict
+          returned: always
+          sample: {kind: driver_not_loaded, rc: 9, message: "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. ..."}
+        driver_version:
+          description: Driver version (C(Driver Version), or C(KMD Version) on newer drivers).
+          type: str
+          returned: always
+          sample: "550.90.07"
+        cuda_version:
+          description: CUDA version the driver supports.
+          type: str
+          returned: always
+          sample: "12.4"
+        gpu_count:
+          description: Number of GPUs (from C(-q -x), else from the topology matrix).
+          type: int
+          returned: always
+          sample: 8
+        gpus:
+          description:
+            - One entry per GPU in nvidia-smi order.
+            - Keys C(index), C(uuid), C(name), C(pci_bus_id), C(pci_device_id), C(serial), C(architecture),
+              C(minor_number), C(numa_node) (int or null), C(cpu_affinity) (string as printed, empty when empty),
+              C(pcie) (C(gen_current), C(gen_max), C(width_current), C(width_max)), C(nvlink_active) and
+              C(nvlink_total) (null without C(nvlink -s) output), C(persistence_mode), C(mig_mode),
+              C(mig_mode_pending), C(mig_devices), C(compute_mode), C(ecc_mode), C(ecc_mode_pending),
+              C(ecc_uncorrected_volatile), C(ecc_uncorrected_aggregate), C(retired_pages_pending),
+              C(remapped_rows_uncorrectable), C(remapped_rows_pending), C(remapping_failure).
+            - Values printed as N/A are null.
+          type: list
+          elements: dict
+          returned: always
+          sample:
+            - index: 0
+              uuid: GPU-10f35015-e921-bfab-2eb8-4e9b6664d5f1
+              name: NVIDIA H100 80GB HBM3
+              pci_bus_id: "00000000:19:00.0"
+              numa_node: 0
+              cpu_affinity: "0-47,96-143"
+              pcie: {gen_current: 5, gen_max: 5, width_current: 16, width_max: 16}
+              nvlink_active: 18
+              nvlink_total: 18
+              persistence_mode: Enabled
+              mig_mode: Disabled
+              compute_mode: Default
+              ecc_mode: Enabled
+              ecc_uncorrected_volatile: 0
+        matrix:
+          description:
+            - The C(topo -m) matrix, device to device to relation exactly as printed (C(X), C(NV18), C(PIX),
+              C(PXB), C(PHB), C(NODE), C(SYS), C(SOC)).
+            - NIC rows and columns are keyed by their real names (C(mlx5_0)), resolved through the NIC Legend.
+          type: dict
+          returned: always
+          sample: {GPU0: {GPU0: X, GPU1: NV18, mlx5_0: PIX}, GPU1: {GPU0: NV18, GPU1: X, mlx5_0: NODE}}
+        gpu_nic_affinity:
+          description:
+            - For each GPU, the closest relation to any NIC (order C(PIX) < C(PXB) < C(PHB) < C(NODE) < C(SYS)/C(SOC))
+              and the NICs at that relation, in matrix order. Empty when the matrix names no NIC.
+          type: dict
+          returned: always
+          sample: {GPU0: {relation: PIX, nics: [mlx5_0]}}
+        nics:
+          description:
+            - RDMA NICs from C(<sysfs_root>/class/infiniband), else the NIC names of the matrix with no ports.
+            - Each has C(name), C(numa_node), C(pci_bus_id) and C(ports), a list of C(port), C(state)
+              (upper-case word such as C(ACTIVE) or C(DOWN)), C(phys_state) (such as C(LinkUp)),
+              C(rate_gbps) (number) and C(link_layer) (C(InfiniBand) or C(Ethernet)).
+          type: list
+          elements: dict
+          returned: always
+          sample:
+            - name: mlx5_0
+              numa_node: 0
+              pci_bus_id: "0000:18:00.0"
+              ports: [{port: 1, state: ACTIVE, phys_state: LinkUp, rate_gbps: 400, link_layer: InfiniBand}]
+        device_errors:
+          description: Per-GPU errors nvidia-smi printed before its output (GPU lost, unknown error).
+          type: list
+          elements: dict
+          returned: always
+          sample: [{gpu: 1, pci_bus_id: "0000:34:00.0", reason: Unknown Error}]
+        missing:
+          description: Inputs that were not available (bundle files, C(sys/class/infiniband)).
+          type: list
+          elements: str
+          returned: always
+          sample: [nvidia-smi-nvlink-s.txt]
+        errors:
+          description: Outputs that could not be read, each with C(command), C(line_no), C(line), C(reason), C(message).
+          type: list
+          elements: dict
+          returned: always
+          sample: []
+        warnings:
+          description: Lines or files that were skipped, and why.
+          type: list
+          elements: str
+          returned: always
+          sample: []
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.node.plugins.module_utils.gpu_topology_module import (
+    GATHER_ARGS, gather_for_module)
+
+
+def main():
+    module = AnsibleModule(argument_spec=dict(GATHER_ARGS), supports_check_mode=True)
+    topology = gather_for_module(module)
+    facts = {'gpu_topology': topology}
+    if topology['errors']:
+        module.fail_json(
+            msg='could not read: %s' % '; '.join(e['message'] for e in topology['errors']),
+            ansible_facts=facts)
+    module.exit_json(changed=False, ansible_facts=facts)
+
+
+if __name__ == '__main__':
+    main()

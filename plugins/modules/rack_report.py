@@ -1,0 +1,320 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.node contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: rack_report
+short_description: Write the rack report of a GPU node rollout as JSON, Markdown and JUnit XML
+version_added: 0.1.0
+description:
+  - Builds a report from one record per host (pre-change check, changes, post-change check, regressions, status),
+    grouped by rack, and writes it to O(dest) as C(<basename>.json), C(<basename>.md) and C(<basename>.xml).
+  - The Markdown file has a summary table per rack and a details section listing every failed check and regression
+    with its subject, expected and actual values.
+  - The JUnit XML file has one C(testsuite) per rack and one C(testcase) per host and check phase, so CI systems can
+    show node health like test results.
+  - Output is deterministic; a file is only rewritten when its content differs, so running the module twice with the
+    same records reports no change.
+  - Meant to run on the controller, usually with C(delegate_to: localhost) and C(run_once: true), with records built
+    from C(hostvars).
+author:
+  - gpuops.node maintainers
+options:
+  records:
+    description:
+      - One dictionary per host.
+      - V(host) (required) is the inventory hostname; V(rack) the rack name (default V(unracked)); V(node_class) the
+        node class.
+      - V(pre_check) is V(null) or a dictionary with V(passed) and V(failures), as returned by
+        M(gpuops.node.gpu_topology_check).
+      - V(post_check) is V(null) or a dictionary with V(passed), V(failures) and V(regressions).
+      - V(held_back) is V(true) when the host failed its pre-change check and was left untouched.
+      - V(changes) maps a role or tag name to V(true)/V(false) or to a number of changed tasks.
+      - V(status) is one of V(provisioned), V(validated), V(held_back), V(regressed), V(unreachable), V(failed).
+        When omitted it is derived from V(unreachable), V(held_back), V(error), V(phase) and the checks.
+      - V(error) (a message), V(unreachable) (boolean) and V(phase) (the last phase the host reached;
+        V(done) when it finished) are optional.
+      - Other keys, for example V(gpu_topology), are kept in the per-host files (see O(host_dir)) and left out of the
+        rack report.
+    type: list
+    elements: dict
+    required: true
+  dest:
+    description:
+      - Directory the report files are written to. Created when missing.
+    type: path
+    required: true
+  basename:
+    description:
+      - File name of the report files without extension.
+    type: str
+    default: rack-report
+  title:
+    description:
+      - Title of the report (Markdown heading and JUnit C(testsuites) name).
+    type: str
+    default: GPU rack report
+  host_dir:
+    description:
+      - When set, also write one JSON file per host, C(<host_dir>/<host>.json), holding the complete record.
+      - Created when missing.
+    type: path
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: full
+  platform:
+    description: Target OS/families that can be operated against.
+    support: full
+    platforms: posix
+notes:
+  - Records are validated; an unknown O(records[].status) or a record without V(host) fails the module.
+  - A host listed more than once keeps its last record.
+seealso:
+  - module: gpuops.node.gpu_topology_check
+'''
+
+EXAMPLES = r'''
+- name: Write the rack report on the controller
+  gpuops.node.rack_report:
+    records: "{{ ansible_play_hosts_all | map('extract', hostvars) | selectattr('__gpuops_record', 'defined')
+                 | map(attribute='__gpuops_record') | list }}"
+    dest: "{{ playbook_dir }}/reports"
+    basename: rack-report
+    title: "Rollout {{ ansible_date_time.date | default('') }}"
+  delegate_to: localhost
+  run_once: true
+
+- name: Report two hosts, one held back
+  gpuops.node.rack_report:
+    dest: /var/tmp/gpuops
+    host_dir: /var/tmp/gpuops/hosts
+    records:
+      - host: gpu-a01
+        rack: rack_a
+        node_class: dgx_h100
+        pre_check: {passed: true, failures: []}
+        changes: {nvidia_driver: 2}
+        post_check: {passed: true, failures: [], regressions: []}
+      - host: gpu-a02
+        rack: rack_a
+        node_class: dgx_h100
+        held_back: true
+        pre_check:
+          passed: false
+          failures:
+            - check: nvlink_active_links
+              subject: GPU3
+              expected: 18
+              actual: 16
+              message: GPU3 has 16 of 18 NVLink links active
+  delegate_to: localhost
+  run_once: true
+'''
+
+RETURN = r'''
+paths:
+  description: Files of the report.
+  returned: always
+  type: dict
+  contains:
+    json:
+      description: Path of the JSON report.
+      type: str
+      sample: /srv/gpuops/reports/rack-report.json
+    markdown:
+      description: Path of the Markdown report.
+      type: str
+      sample: /srv/gpuops/reports/rack-report.md
+    junit:
+      description: Path of the JUnit XML report.
+      type: str
+      sample: /srv/gpuops/reports/rack-report.xml
+    hosts:
+      description: Paths of the per-host JSON files, empty unless O(host_dir) is set.
+      type: list
+      elements: str
+      sample: [/srv/gpuops/reports/hosts/gpu-a01.json]
+changed_files:
+  description: Paths of the files that were (or in check mode would be) written.
+  returned: always
+  type: list
+  elements: str
+  sample: [/srv/gpuops/reports/rack-report.md]
+summary:
+  description: Host counts over all records.
+  returned: always
+  type: dict
+  contains:
+    hosts:
+      description: Number of hosts in the report.
+      type: int
+      sample: 6
+    passed:
+      description: Hosts whose status is V(provisioned) or V(validated).
+      type: int
+      sample: 4
+    held_back:
+      description: Hosts held back because their pre-change check failed.
+      type: int
+      sample: 1
+    regressed:
+      description: Hosts whose post-change check found regressions.
+      type: int
+      sample: 0
+    failed:
+      description: Hosts with status V(failed).
+      type: int
+      sample: 1
+    unreachable:
+      description: Hosts that could not be reached.
+      type: int
+      sample: 0
+    by_status:
+      description: Number of hosts for every status.
+      type: dict
+      sample: {provisioned: 4, validated: 0, held_back: 1, regressed: 0, unreachable: 0, failed: 1}
+    healthy:
+      description: V(true) when there is at least one host and every host passed.
+      type: bool
+      sample: false
+markdown:
+  description: The Markdown report.
+  returned: always
+  type: str
+  sample: "# GPU rack report\n\n**HEALTHY** - 2 hosts: 2 passed, 0 held back, 0 regressed, 0 failed, 0 unreachable.\n"
+'''
+
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
+
+from ansible_collections.gpuops.node.plugins.module_utils.report import (
+    ReportError,
+    render_all,
+    render_host_json,
+)
+
+
+def _read(path):
+    try:
+        with open(path, 'rb') as f:
+            return to_text(f.read(), errors='surrogate_or_replace')
+    except (IOError, OSError):
+        return None
+
+
+def _write(module, path, content):
+    directory = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), dir=directory)
+    try:
+        with os.fdopen(fd, 'wb') as f:
+            f.write(to_bytes(content, errors='surrogate_or_strict'))
+        module.atomic_move(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _ensure_dir(module, path, result):
+    if os.path.isdir(path):
+        return
+    if os.path.exists(path):
+        module.fail_json(msg='%s exists and is not a directory' % path, **result)
+    result['changed'] = True
+    if module.check_mode:
+        return
+    try:
+        os.makedirs(path)
+    except OSError as e:
+        module.fail_json(msg='cannot create %s: %s' % (path, to_native(e)), **result)
+
+
+def _host_filename(host):
+    name = host.replace(os.sep, '_')
+    if name in ('.', '..'):
+        name = '_' + name
+    return name + '.json'
+
+
+def run_module(module):
+    params = module.params
+    dest = params['dest']
+    basename = params['basename']
+    if not basename or os.sep in basename or basename in ('.', '..'):
+        module.fail_json(msg='basename must be a plain file name, got %r' % basename)
+
+    try:
+        report, rendered = render_all(params['records'], params['title'])
+    except ReportError as e:
+        module.fail_json(msg='invalid records: %s' % to_native(e))
+
+    paths = {
+        'json': os.path.join(dest, basename + '.json'),
+        'markdown': os.path.join(dest, basename + '.md'),
+        'junit': os.path.join(dest, basename + '.xml'),
+        'hosts': [],
+    }
+    files = [(paths['json'], rendered['json']), (paths['markdown'], rendered['markdown']),
+             (paths['junit'], rendered['junit'])]
+    if params['host_dir']:
+        for rack in report['racks']:
+            for record in rack['hosts']:
+                path = os.path.join(params['host_dir'], _host_filename(record['host']))
+                paths['hosts'].append(path)
+                files.append((path, render_host_json(record)))
+
+    result = dict(changed=False, paths=paths, changed_files=[], summary=report['summary'],
+                  markdown=rendered['markdown'])
+    diffs = []
+
+    _ensure_dir(module, dest, result)
+    if params['host_dir']:
+        _ensure_dir(module, params['host_dir'], result)
+
+    for path, content in files:
+        before = _read(path)
+        if before == content:
+            continue
+        result['changed'] = True
+        result['changed_files'].append(path)
+        if module._diff:
+            diffs.append({'before_header': path, 'after_header': path,
+                          'before': before if before is not None else '', 'after': content})
+        if not module.check_mode:
+            try:
+                _write(module, path, content)
+            except (IOError, OSError) as e:
+                module.fail_json(msg='cannot write %s: %s' % (path, to_native(e)), **result)
+
+    if module._diff:
+        result['diff'] = diffs
+    module.exit_json(**result)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            records=dict(type='list', elements='dict', required=True),
+            dest=dict(type='path', required=True),
+            basename=dict(type='str', default='rack-report'),
+            title=dict(type='str', default='GPU rack report'),
+            host_dir=dict(type='path'),
+        ),
+        supports_check_mode=True,
+    )
+    run_module(module)
+
+
+if __name__ == '__main__':
+    main()
