@@ -83,6 +83,6 @@ def device_errors(text):
             found.append({
                 'gpu': int(match.group(1)) if match.group(1) is not None else None,
                 'pci_bus_id': match.group(2),
-                'reason': match.group(3).rstrip('.').split('  ')[0].strip(),
+                'reason': match.group(3).split('  ')[0].strip().rstrip('.'),
             })
     return found

@@ -292,7 +292,7 @@ def changes_text(record):
         return u'held back'
     changes = record['changes']
     if not changes:
-        return u'none'
+        return u'-' if record['pre_check'] is None else u'none'
     parts = []
     for key in sorted(changes, key=_natural_key):
         val = changes[key]

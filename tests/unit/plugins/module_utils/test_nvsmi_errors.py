@@ -1,0 +1,50 @@
+# -*- coding: utf-8 -*-
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_errors import (
+    classify_nvsmi_failure, device_errors)
+from conftest import real_text
+
+
+@pytest.mark.parametrize('name,rc,kind', [
+    ('couldnt-communicate-with-driver-a100-module-not-loaded.txt', 9, 'driver_not_loaded'),
+    ('nvml-driver-library-mismatch-470-single-line.txt', 18, 'nvml_mismatch'),
+    ('nvml-driver-library-mismatch-580-with-library-version-line.txt', 18, 'nvml_mismatch'),
+    ('no-devices-were-found-slurm-no-gres.txt', 6, 'no_devices'),
+    ('no-devices-after-gsp-rminitadapter-failed-dmesg.txt', 6, 'no_devices'),
+    ('gpu-is-lost-old-format-busid-only.txt', 15, 'gpu_lost'),
+])
+def test_whole_tool_failures(name, rc, kind):
+    failure = classify_nvsmi_failure(rc, real_text('nvsmi-errors/' + name))
+    assert failure['kind'] == kind
+    assert failure['rc'] == rc
+    assert failure['message']
+
+
+def test_driver_not_loaded_message_is_the_tools_own():
+    text = real_text('nvsmi-errors/couldnt-communicate-with-driver-a100-module-not-loaded.txt')
+    failure = classify_nvsmi_failure(9, text)
+    assert failure['message'].startswith("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver")
+
+
+def test_unknown_failure_uses_exit_code_meaning():
+    assert classify_nvsmi_failure(14, '')['kind'] == 'inforom_corrupt'
+    assert classify_nvsmi_failure(77, 'something odd')['kind'] == 'unknown'
+
+
+def test_success_is_not_a_failure():
+    assert classify_nvsmi_failure(0, real_text('nvsmi-misc/pm-1-already-enabled-gh200.txt')) is None
+
+
+def test_device_errors_old_and_new_forms():
+    assert device_errors(real_text('nvsmi-errors/gpu-is-lost-old-format-busid-only.txt')) == [
+        {'gpu': None, 'pci_bus_id': '0000:05:00.0', 'reason': 'GPU is lost'}]
+    assert device_errors(real_text('nvsmi-errors/gpu-is-lost-new-format-then-csv-row-windows.txt')) == [
+        {'gpu': 0, 'pci_bus_id': '0000:24:00.0', 'reason': 'GPU is lost'}]
+    text = real_text('nvsmi-errors/unable-to-determine-device-handle-GPU1-then-partial-table-rtxpro6000.txt')
+    assert device_errors(text) == [{'gpu': 1, 'pci_bus_id': '0000:34:00.0', 'reason': 'Unknown Error'}]
+    # the table after it is real output: not a whole-tool failure when nvidia-smi exits 0
+    assert classify_nvsmi_failure(0, text) is None

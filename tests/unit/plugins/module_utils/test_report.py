@@ -1,0 +1,205 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.node contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from ansible_collections.gpuops.node.plugins.module_utils import report as rpt
+
+
+def _failure(check='nvlink_active_links', subject='GPU3', expected=18, actual=16, message='links down'):
+    return {'check': check, 'subject': subject, 'expected': expected, 'actual': actual, 'message': message}
+
+
+def _regression(check='nic_port_down', subject='mlx5_3/1', before='ACTIVE', after='DOWN', message='port went down'):
+    return {'check': check, 'subject': subject, 'before': before, 'after': after, 'message': message}
+
+
+PASS = {'passed': True, 'failures': []}
+POST_PASS = {'passed': True, 'failures': [], 'regressions': []}
+
+
+@pytest.fixture
+def records():
+    return [
+        {'host': 'gpu-a10', 'rack': 'rack_a', 'node_class': 'dgx_h100', 'pre_check': PASS,
+         'changes': {'nvidia_driver': 3, 'mofed': False}, 'post_check': POST_PASS, 'phase': 'done'},
+        {'host': 'gpu-a2', 'rack': 'rack_a', 'node_class': 'dgx_h100', 'held_back': True,
+         'pre_check': {'passed': False, 'failures': [_failure(), _failure('gpu_count', None, 8, 7, 'GPU | lost')]},
+         'phase': 'done', 'gpu_topology': {'gpu_count': 7}},
+        {'host': 'gpu-b1', 'rack': 'rack_b', 'node_class': 'hgx_a100', 'pre_check': PASS,
+         'changes': {'nvidia_driver': True},
+         'post_check': {'passed': False, 'failures': [], 'regressions': [_regression()]}, 'phase': 'done'},
+        {'host': 'gpu-b2', 'rack': 'rack_b', 'node_class': 'pcie_l40s', 'unreachable': True,
+         'error': 'Failed to connect to the host via ssh'},
+        {'host': 'gpu-b3', 'rack': 'rack_b', 'node_class': 'pcie_l40s', 'pre_check': PASS,
+         'error': 'task "Install driver" failed: <no package>', 'phase': 'changes'},
+    ]
+
+
+def test_derive_status(records):
+    report = rpt.build_report(records)
+    status = dict((h['host'], h['status']) for r in report['racks'] for h in r['hosts'])
+    assert status == {'gpu-a10': 'provisioned', 'gpu-a2': 'held_back', 'gpu-b1': 'regressed',
+                      'gpu-b2': 'unreachable', 'gpu-b3': 'failed'}
+
+
+@pytest.mark.parametrize('record, expected', [
+    ({'host': 'h', 'pre_check': PASS}, 'validated'),
+    ({'host': 'h', 'pre_check': {'passed': False, 'failures': [_failure()]}}, 'failed'),
+    ({'host': 'h'}, 'failed'),
+    ({'host': 'h', 'pre_check': PASS, 'phase': 'changes'}, 'failed'),
+    ({'host': 'h', 'pre_check': PASS, 'post_check': {'passed': False, 'failures': [_failure()]}}, 'failed'),
+    ({'host': 'h', 'pre_check': PASS, 'post_check': POST_PASS, 'error': 'boom'}, 'failed'),
+    ({'host': 'h', 'pre_check': PASS, 'error': 'boom',
+      'post_check': {'passed': False, 'regressions': [_regression()]}}, 'regressed'),
+    ({'host': 'h', 'status': 'validated', 'pre_check': {'passed': False}}, 'validated'),
+])
+def test_derive_status_cases(record, expected):
+    assert rpt.normalize_record(record)['status'] == expected
+
+
+@pytest.mark.parametrize('record', [
+    {'rack': 'rack_a'},
+    {'host': 'h', 'status': 'bogus'},
+    {'host': 'h', 'pre_check': 'yes'},
+    {'host': 'h', 'changes': ['a']},
+    {'host': 'h', 'held_back': 'maybe'},
+    'not-a-dict',
+])
+def test_invalid_records(record):
+    with pytest.raises(rpt.ReportError):
+        rpt.normalize_record(record)
+
+
+def test_counts_and_grouping(records):
+    report = rpt.build_report(records, 'Rollout 42')
+    assert report['title'] == 'Rollout 42'
+    assert report['summary'] == {
+        'hosts': 5, 'passed': 1, 'held_back': 1, 'regressed': 1, 'failed': 1, 'unreachable': 1,
+        'by_status': {'provisioned': 1, 'validated': 0, 'held_back': 1, 'regressed': 1, 'unreachable': 1,
+                      'failed': 1},
+        'healthy': False,
+    }
+    assert [r['name'] for r in report['racks']] == ['rack_a', 'rack_b']
+    # natural order: gpu-a2 before gpu-a10
+    assert [h['host'] for h in report['racks'][0]['hosts']] == ['gpu-a2', 'gpu-a10']
+    assert report['racks'][0]['summary']['hosts'] == 2
+    assert report['racks'][1]['summary']['regressed'] == 1
+
+
+def test_duplicate_host_keeps_last():
+    report = rpt.build_report([{'host': 'h', 'pre_check': {'passed': False}}, {'host': 'h', 'pre_check': PASS}])
+    assert report['summary']['hosts'] == 1
+    assert report['summary']['healthy'] is True
+
+
+def test_empty_report_is_not_healthy():
+    report, out = rpt.render_all([])
+    assert report['summary']['hosts'] == 0 and not report['summary']['healthy']
+    assert 'No hosts were reported.' in out['markdown']
+    assert ET.fromstring(out['junit'].encode('utf-8')).get('tests') == '0'
+
+
+def test_json(records):
+    _report, out = rpt.render_all(records)
+    doc = json.loads(out['json'])
+    assert doc['summary']['hosts'] == 5
+    hosts = [h for r in doc['racks'] for h in r['hosts']]
+    assert all('gpu_topology' not in h for h in hosts)
+    assert set(hosts[0]) == set(rpt.RECORD_KEYS)
+
+
+def test_host_json_keeps_extra_keys(records):
+    record = rpt.normalize_record(records[1])
+    doc = json.loads(rpt.render_host_json(record))
+    assert doc['gpu_topology'] == {'gpu_count': 7}
+    assert doc['status'] == 'held_back'
+
+
+def test_markdown(records):
+    _report, out = rpt.render_all(records, 'Night | run')
+    md = out['markdown']
+    assert md.startswith('# Night \\| run\n')
+    assert '**NOT HEALTHY** - 5 hosts: 1 passed, 1 held back, 1 regressed, 1 failed, 1 unreachable.' in md
+    assert '## Rack rack_a' in md and '## Rack rack_b' in md
+    assert '| Host | Class | Status | Pre-check | Changes | Post-check | Regressions |' in md
+    assert '| gpu-a10 | dgx_h100 | provisioned | PASS | mofed: ok, nvidia_driver: 3 | PASS | 0 |' in md
+    assert '| gpu-a2 | dgx_h100 | held_back | FAIL (2) | held back | - | - |' in md
+    assert '| gpu-b1 | hgx_a100 | regressed | PASS | nvidia_driver: changed | FAIL | 1 |' in md
+    assert '| gpu-b2 | pcie_l40s | unreachable | not run | - | - | - |' in md
+    # details: every failure with check, subject, expected, actual, message; pipes escaped
+    assert '| nvlink_active_links | GPU3 | `18` | `16` | links down |' in md
+    assert '| gpu_count |  | `8` | `7` | GPU \\| lost |' in md
+    assert '| nic_port_down | mlx5_3/1 | `ACTIVE` | `DOWN` | port went down |' in md
+    assert 'Error: task "Install driver" failed: &lt;no package&gt;' in md
+    assert 'Host unreachable.' in md
+    assert '### gpu-a10' not in md
+    # every table row of the summary has the same number of cells
+    for line in md.splitlines():
+        if line.startswith('| gpu-'):
+            assert line.replace('\\|', '').count('|') == 8
+
+
+def test_markdown_healthy():
+    _report, out = rpt.render_all([{'host': 'h1', 'rack': 'r', 'pre_check': PASS}])
+    assert '**HEALTHY**' in out['markdown']
+    assert 'No failures, regressions or errors.' in out['markdown']
+
+
+def test_junit_valid_and_counts(records):
+    _report, out = rpt.render_all(records, 'Rollout & <tests>')
+    assert out['junit'].startswith('<?xml version="1.0" encoding="UTF-8"?>\n')
+    root = ET.fromstring(out['junit'].encode('utf-8'))
+    assert root.tag == 'testsuites'
+    assert root.get('name') == 'Rollout & <tests>'
+    suites = root.findall('testsuite')
+    assert [s.get('name') for s in suites] == ['rack_a', 'rack_b']
+    cases = dict(((c.get('classname'), c.get('name')), c) for s in suites for c in s.findall('testcase'))
+    assert sorted(cases) == sorted([
+        ('rack_a.gpu-a2', 'pre_check'), ('rack_a.gpu-a2', 'post_check'),
+        ('rack_a.gpu-a10', 'pre_check'), ('rack_a.gpu-a10', 'post_check'),
+        ('rack_b.gpu-b1', 'pre_check'), ('rack_b.gpu-b1', 'post_check'),
+        ('rack_b.gpu-b2', 'pre_check'),
+        ('rack_b.gpu-b3', 'pre_check'), ('rack_b.gpu-b3', 'post_check'),
+    ])
+    assert len(cases[('rack_a.gpu-a10', 'pre_check')]) == 0
+    failure = cases[('rack_a.gpu-a2', 'pre_check')].find('failure')
+    assert failure.get('message') == '2 check(s) failed: gpu_count, nvlink_active_links'
+    assert 'nvlink_active_links GPU3: expected 18, actual 16 - links down' in failure.text
+    assert cases[('rack_a.gpu-a2', 'post_check')].find('skipped') is not None
+    regression = cases[('rack_b.gpu-b1', 'post_check')].find('failure')
+    assert regression.get('type') == 'regression'
+    assert 'nic_port_down mlx5_3/1: before ACTIVE, after DOWN' in regression.text
+    assert cases[('rack_b.gpu-b2', 'pre_check')].find('error').get('message') == 'host unreachable'
+    assert 'Install driver' in cases[('rack_b.gpu-b3', 'post_check')].find('error').get('message')
+    assert (root.get('tests'), root.get('failures'), root.get('errors'), root.get('skipped')) == ('9', '2', '2', '1')
+    assert (suites[1].get('tests'), suites[1].get('failures'), suites[1].get('errors')) == ('5', '1', '2')
+
+
+def test_junit_strips_illegal_characters():
+    record = {'host': 'h.example.org', 'rack': 'r', 'pre_check': {
+        'passed': False, 'failures': [_failure(message=u'bad\x00byte \x1b[31m\u00e9')]}}
+    _report, out = rpt.render_all([record])
+    root = ET.fromstring(out['junit'].encode('utf-8'))
+    case = root.find('testsuite/testcase')
+    assert case.get('classname') == 'r.h_example_org'
+    assert u'\u00e9' in case.find('failure').text
+
+
+def test_rendering_is_deterministic(records):
+    first = rpt.render_all(records)[1]
+    second = rpt.render_all(list(reversed(records)))[1]
+    assert first == second
+
+
+def test_changes_normalization():
+    record = rpt.normalize_record({'host': 'h', 'changes': {'a': '2', 'b': 1.0, 'c': None, 'd': 'yes'}})
+    assert record['changes'] == {'a': 2, 'b': 1, 'c': False, 'd': True}
+    assert rpt.changes_text(record) == 'a: 2, b: 1, c: ok, d: changed'

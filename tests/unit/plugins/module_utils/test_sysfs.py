@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+
+import pytest
+
+from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
+from ansible_collections.gpuops.node.plugins.module_utils.sysfs import (
+    parse_link_speed, parse_port_state, parse_rate, read_infiniband, read_pci_device, sysfs_pci_address)
+from conftest import extract_ttar, real_path
+import shutil
+
+
+def test_value_parsers():
+    assert parse_port_state('4: ACTIVE') == 'ACTIVE'
+    assert parse_port_state('5: LinkUp\n') == 'LinkUp'
+    assert parse_rate('400 Gb/sec (4X NDR)') == 400
+    assert parse_rate('2.5 Gb/sec (1X SDR)') == 2.5
+    assert parse_link_speed('32.0 GT/s PCIe') == 5
+    assert parse_link_speed('8.0 GT/s PCIe') == 3
+    assert parse_link_speed('Unknown') is None
+    assert sysfs_pci_address('00000000:19:00.0') == '0000:19:00.0'
+    assert sysfs_pci_address('00000000:AC:00.0') == '0000:ac:00.0'
+    with pytest.raises(ParseError) as err:
+        parse_rate('fast')
+    assert "'fast'" in str(err.value)
+    with pytest.raises(ParseError):
+        parse_port_state('ACTIVE')
+
+
+def test_gpud_h100_partial_tree(tmp_path):
+    root = tmp_path / 'sys'
+    shutil.copytree(real_path('ib-sysfs/gpud-sys-class-infiniband-h100.0'), str(root / 'class' / 'infiniband'))
+    result = read_infiniband(str(root))
+    names = [n['name'] for n in result['nics']]
+    assert names == ['mlx5_0', 'mlx5_1', 'mlx5_4', 'mlx5_6', 'mlx5_7', 'mlx5_bond_0']
+    mlx5_0 = result['nics'][0]['ports'][0]
+    assert (mlx5_0['port'], mlx5_0['state'], mlx5_0['rate_gbps']) == (1, 'ACTIVE', 400)
+    assert result['nics'][3]['ports'][0]['phys_state'] == 'LinkUp'
+    assert result['nics'][5]['ports'][0]['link_layer'] == 'Ethernet'
+    # files absent from the partial copy are named, not guessed
+    assert any('mlx5_0/ports/1/link_layer is absent' in w for w in result['warnings'])
+
+
+def test_procfs_ttar_connectx3_two_ports(tmp_path):
+    extract_ttar(real_path('ib-sysfs/procfs-fixture-mlx4_0-connectx3-2port-qdr.ttar'), str(tmp_path))
+    result = read_infiniband(str(tmp_path))
+    nic = result['nics'][0]
+    assert nic['name'] == 'mlx4_0'
+    assert [p['port'] for p in nic['ports']] == [1, 2]
+    assert all(p['state'] == 'ACTIVE' and p['rate_gbps'] == 40 and p['link_layer'] == 'InfiniBand'
+               for p in nic['ports'])
+
+
+def test_procfs_ttar_connectx4(tmp_path):
+    extract_ttar(real_path('ib-sysfs/procfs-fixture-mlx5_0-connectx4-ib-counters-hw_counters.ttar'), str(tmp_path))
+    port = read_infiniband(str(tmp_path))['nics'][0]['ports'][0]
+    assert port['rate_gbps'] == 25
+    # the curated fixture holds "4: ACTIVE" in phys_state; read as printed
+    assert port['phys_state'] == 'ACTIVE'
+
+
+def test_pci_device(tmp_path):
+    base = tmp_path / 'bus' / 'pci' / 'devices' / '0000:19:00.0'
+    base.mkdir(parents=True)
+    for name, value in (('current_link_speed', '16.0 GT/s PCIe\n'), ('max_link_speed', '32.0 GT/s PCIe\n'),
+                        ('current_link_width', '8\n'), ('max_link_width', '16\n'), ('numa_node', '1\n')):
+        (base / name).write_text(value)
+    assert read_pci_device(str(tmp_path), '00000000:19:00.0') == {
+        'address': '0000:19:00.0', 'numa_node': 1, 'gen_current': 4, 'gen_max': 5,
+        'width_current': 8, 'width_max': 16}
+    assert read_pci_device(str(tmp_path), '00000000:1a:00.0') is None
+    assert read_infiniband(str(tmp_path)) is None
+    assert os.path.isdir(str(base))

@@ -1,0 +1,160 @@
+# -*- coding: utf-8 -*-
+"""The topology model and the checks, on bundles laid out from real captures.
+
+Fault cases are derived from real snapshots by the transforms below, each named
+for the fault it stands for.
+"""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import copy
+
+from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
+from ansible_collections.gpuops.node.plugins.module_utils.topology_check import (
+    check_profile, find_regressions, validate_profile)
+
+H100 = dict(topo='topo/h100-8gpu-12nic-tpgds-aihub0007-numa-off.txt', nvlink='nvlink/h100-nvlink-status-i0.txt',
+            ib_tree='ib-sysfs/gpud-sys-class-infiniband-h100.0')
+DGX_A100 = dict(xml='nvsmi-q-xml/a100-sxm4-40gb-mig-netdata.xml', topo='topo/dgx-a100-8gpu-12nic.txt')
+
+
+def checks(failures):
+    return sorted(set(f['check'] for f in failures))
+
+
+def drop_gpu(topo, index):
+    """Transform: GPU ``index`` fell off the bus (gone from gpus and from the matrix)."""
+    topo = copy.deepcopy(topo)
+    topo['gpus'] = [g for g in topo['gpus'] if g['index'] != index]
+    topo['gpu_count'] = len(topo['gpus'])
+    name = 'GPU%d' % index
+    topo['matrix'].pop(name, None)
+    for row in topo['matrix'].values():
+        row.pop(name, None)
+    return topo
+
+
+def port_down(topo, nic):
+    """Transform: every port of ``nic`` goes DOWN/Disabled."""
+    topo = copy.deepcopy(topo)
+    for entry in topo['nics']:
+        if entry['name'] == nic:
+            for port in entry['ports']:
+                port['state'], port['phys_state'] = 'DOWN', 'Disabled'
+    return topo
+
+
+def test_h100_matrix_bundle(bundle):
+    topo = gather_bundle(bundle(**H100))
+    assert topo['driver_loaded'] is True
+    assert topo['gpu_count'] == 8
+    assert topo['missing'] == ['nvidia-smi-q-x.xml']
+    assert topo['gpu_nic_affinity']['GPU3'] == {'relation': 'PIX', 'nics': ['mlx5_5']}
+    assert topo['gpu_nic_affinity']['GPU0'] == {'relation': 'PIX', 'nics': ['mlx5_0']}
+    assert topo['gpus'][0]['nvlink_active'] == 18
+    assert topo['gpus'][1]['nvlink_active'] is None        # nvlink -s capture covers GPU 0 only
+    assert topo['gpus'][5]['cpu_affinity'] == '0-191'
+    assert topo['gpus'][5]['numa_node'] == 0
+    assert [n['name'] for n in topo['nics']] == ['mlx5_0', 'mlx5_1', 'mlx5_4', 'mlx5_6', 'mlx5_7', 'mlx5_bond_0']
+    assert topo['nics'][0]['ports'][0]['rate_gbps'] == 400
+    assert any('mlx5_2 is in the topology matrix but not in sysfs' in w for w in topo['warnings'])
+
+
+def test_dgx_a100_profile_pass_and_fail(bundle):
+    topo = gather_bundle(bundle(**DGX_A100))
+    assert topo['driver_version'] == '510.47.03'
+    assert topo['gpu_count'] == 1          # the XML capture holds one GPU; the matrix eight
+    assert topo['gpus'][0]['numa_node'] == 3
+    assert topo['gpus'][0]['cpu_affinity'] == '48-63,176-191'
+    assert topo['missing'] == ['nvidia-smi-nvlink-s.txt', 'sys/class/infiniband', 'sys']
+    assert [n['name'] for n in topo['nics']][:2] == ['mlx5_0', 'mlx5_1']
+    good = {'gpu_model': 'NVIDIA A100*', 'driver_version': '510.*', 'pcie_gen_min': 4, 'pcie_width_min': 16,
+            'nvlink_relation': 'NV12', 'ecc_mode': 'Enabled', 'compute_mode': 'Default',
+            'max_ecc_uncorrected': 0, 'nic_count': 12}
+    assert check_profile(topo, good) == []
+    bad = dict(good, gpu_count=8, mig_mode='Disabled', persistence_mode='Enabled', pcie_gen_min=5,
+               nvlink_active_links=12, nic_port_state='ACTIVE', gpu_nic_relation_max='PIX',
+               nic_names=['mlx5_[0-3]'], nic_count=8)
+    failures = check_profile(topo, bad)
+    assert checks(failures) == ['gpu_count', 'gpu_nic_relation', 'mig_mode', 'nic_count', 'nic_port_state',
+                                'nvlink_active_links', 'pcie_gen', 'persistence_mode']
+    by = dict((f['check'], f) for f in failures)
+    assert by['mig_mode']['subject'] == 'GPU0' and by['mig_mode']['actual'] == 'Enabled'
+    assert by['nvlink_active_links']['actual'] == 'not checked'
+    assert by['nic_port_state']['actual'] == 'not checked'
+    assert by['nic_count']['actual'] == 4
+    assert sorted(f['subject'] for f in failures if f['check'] == 'gpu_nic_relation') == ['GPU%d' % i for i in range(8)]
+
+
+def test_numa_balance_on_dgx1(bundle):
+    topo = gather_bundle(bundle(topo='topo/dgx1-v100-8gpu-4nic-topo-mp.txt'))
+    assert check_profile(topo, {'numa_balance': True, 'gpu_nic_relation_max': 'PIX'}) == []
+    uneven = copy.deepcopy(topo)
+    uneven['gpus'][4]['numa_node'] = 0     # transform: GPU4 reported on the other socket
+    failures = check_profile(uneven, {'numa_balance': True})
+    assert failures[0]['check'] == 'numa_balance'
+    assert failures[0]['actual'] == {'numa0': 5, 'numa1': 3}
+
+
+def test_driver_not_loaded(bundle):
+    topo = gather_bundle(bundle(xml='nvsmi-errors/couldnt-communicate-with-driver-a100-module-not-loaded.txt',
+                                topo='nvsmi-errors/couldnt-communicate-with-driver-a100-module-not-loaded.txt', rc=9))
+    assert topo['driver_loaded'] is False
+    assert topo['driver_error']['kind'] == 'driver_not_loaded'
+    assert topo['driver_error']['rc'] == 9
+    assert topo['errors'] == []
+    failures = check_profile(topo, {'gpu_count': 8})
+    assert checks(failures) == ['driver_loaded']
+    assert "couldn't communicate with the NVIDIA driver" in failures[0]['message']
+
+
+def test_corrupted_matrix_is_an_error_not_a_crash(bundle):
+    topo = gather_bundle(bundle(topo='topo/h100-8gpu-12nic-tpgds-aihub0008-CORRUPTED-paste.txt'))
+    assert topo['errors'][0]['command'] == 'nvidia-smi topo -m'
+    assert topo['errors'][0]['line_no'] == 7
+    failures = check_profile(topo, {})
+    assert failures[0]['check'] == 'output_unreadable'
+
+
+def test_regressions(bundle):
+    before = gather_bundle(bundle(**H100))
+    assert find_regressions(before, before) == []
+    after = port_down(drop_gpu(before, 3), 'mlx5_0')
+    after['gpus'][0]['nvlink_active'] = 16          # transform: two NVLink links of GPU0 went inactive
+    after['gpus'][1]['pcie']['width_current'] = 8   # transform: GPU1 link down-trained x16 -> x8
+    after['gpus'][2]['ecc_uncorrected_volatile'] = 4  # transform: new uncorrectable errors on GPU2
+    after['matrix']['GPU0']['GPU1'] = 'SYS'
+    regs = find_regressions(before, after)
+    assert sorted(set((r['check'], r['subject']) for r in regs)) == [
+        ('ecc_errors_new', 'GPU2'), ('gpu_lost', 'GPU3'), ('nic_port_down', 'mlx5_0/1'),
+        ('nvlink_lost', 'GPU0'), ('nvlink_lost', 'GPU0-GPU1')]
+    # the width regression needs a known baseline width; H100 matrix bundle has none
+    assert not [r for r in regs if r['check'] == 'pcie_downtrained']
+
+
+def test_pcie_downtrained_regression(bundle):
+    before = gather_bundle(bundle(**DGX_A100))
+    after = copy.deepcopy(before)
+    after['gpus'][0]['pcie'].update(width_current=8, gen_max=3)   # transform: x16 -> x8, gen4 -> gen3
+    regs = find_regressions(before, after)
+    assert [(r['check'], r['before'], r['after']) for r in regs] == [
+        ('pcie_downtrained', 16, 8), ('pcie_downtrained', 4, 3)]
+
+
+def test_driver_unloaded_after_change_loses_every_gpu(bundle, tmp_path):
+    before = gather_bundle(bundle(**DGX_A100))
+    after = copy.deepcopy(before)
+    after.update(driver_loaded=False, gpus=[], gpu_count=0,
+                 driver_error={'kind': 'driver_not_loaded', 'rc': 9, 'message': 'NVIDIA-SMI has failed'})
+    regs = find_regressions(before, after)
+    assert [r['check'] for r in regs] == ['gpu_lost']
+
+
+def test_profile_validation():
+    assert validate_profile({'gpu_count': 8, 'nvlink_relation': 'NV18'}) == []
+    errors = validate_profile({'gpu_cnt': 8, 'gpu_count': '8', 'ecc_mode': 'on', 'gpu_nic_relation_max': 'NV4'})
+    assert any('unknown profile key(s): gpu_cnt' in e for e in errors)
+    assert any('gpu_count must be a non-negative int' in e for e in errors)
+    assert any('ecc_mode must be one of Enabled, Disabled' in e for e in errors)
+    assert any('gpu_nic_relation_max' in e for e in errors)
+    assert validate_profile([]) == ['expected must be a dict (the node-class profile), got list']

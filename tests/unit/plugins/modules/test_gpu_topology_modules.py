@@ -1,0 +1,128 @@
+# -*- coding: utf-8 -*-
+"""The two modules, with nvidia-smi replaced by recorded real outputs through a mocked run_command."""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gpuops.node.plugins.modules import gpu_topology_check, gpu_topology_facts
+from conftest import real_text
+
+DRIVER_MISSING = 'nvsmi-errors/couldnt-communicate-with-driver-a100-module-not-loaded.txt'
+
+
+class Recorded(object):
+    """run_command stand-in: maps an nvidia-smi argv tail to (rc, real output)."""
+
+    def __init__(self, outputs):
+        self.outputs = outputs
+        self.calls = []
+
+    def __call__(self, args, **kwargs):
+        self.calls.append(list(args))
+        key = ' '.join(args[1:])
+        rc, rel = self.outputs[key]
+        return rc, real_text(rel), ''
+
+
+def run_module(mod, monkeypatch, capsys, args, outputs):
+    recorded = Recorded(outputs)
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', lambda self, args, **kw: recorded(args, **kw))
+    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path',
+                        lambda self, name, required=False, opt_dirs=None: '/usr/bin/nvidia-smi')
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            mod.main()
+    return json.loads(capsys.readouterr().out), recorded
+
+
+A100_OUTPUTS = {
+    '-q -x': (0, 'nvsmi-q-xml/a100-sxm4-40gb-mig-netdata.xml'),
+    'topo -m': (0, 'topo/dgx-a100-8gpu-12nic.txt'),
+    'nvlink -s': (0, 'nvlink/h100-nvlink-status-i0.txt'),
+}
+
+
+def test_facts_runs_the_three_commands(monkeypatch, capsys, tmp_path):
+    result, recorded = run_module(gpu_topology_facts, monkeypatch, capsys,
+                                  {'sysfs_root': str(tmp_path)}, A100_OUTPUTS)
+    assert recorded.calls == [['/usr/bin/nvidia-smi', '-q', '-x'], ['/usr/bin/nvidia-smi', 'topo', '-m'],
+                              ['/usr/bin/nvidia-smi', 'nvlink', '-s']]
+    topo = result['ansible_facts']['gpu_topology']
+    assert result['changed'] is False
+    assert topo['driver_loaded'] is True
+    assert topo['gpus'][0]['name'] == 'NVIDIA A100-SXM4-40GB'
+    assert topo['gpus'][0]['nvlink_active'] == 18
+    assert topo['matrix']['GPU0']['mlx5_1'] == 'PXB'
+    assert topo['missing'] == ['sys/class/infiniband']
+
+
+def test_facts_driver_not_loaded_does_not_fail(monkeypatch, capsys, tmp_path):
+    outputs = dict((k, (9, DRIVER_MISSING)) for k in A100_OUTPUTS)
+    result, recorded = run_module(gpu_topology_facts, monkeypatch, capsys, {'sysfs_root': str(tmp_path)}, outputs)
+    assert 'failed' not in result
+    topo = result['ansible_facts']['gpu_topology']
+    assert topo['driver_loaded'] is False
+    assert topo['driver_error']['kind'] == 'driver_not_loaded'
+    assert topo['driver_error']['rc'] == 9
+    assert len(recorded.calls) == 1      # nothing more is asked of a node without a driver
+
+
+def test_facts_unreadable_output_fails_clearly(monkeypatch, capsys, tmp_path):
+    outputs = dict(A100_OUTPUTS)
+    outputs['topo -m'] = (0, 'topo/h100-8gpu-12nic-tpgds-aihub0008-CORRUPTED-paste.txt')
+    result, _rec = run_module(gpu_topology_facts, monkeypatch, capsys, {'sysfs_root': str(tmp_path)}, outputs)
+    assert result['failed'] is True
+    assert result['msg'].startswith('could not read: nvidia-smi topo -m: line 7')
+    assert 'Traceback' not in json.dumps(result)
+
+
+def test_check_reports_failures_without_failing_when_asked(monkeypatch, capsys, tmp_path):
+    args = {'sysfs_root': str(tmp_path), 'fail_on_mismatch': False,
+            'expected': {'gpu_count': 8, 'mig_mode': 'Disabled', 'nvlink_relation': 'NV12'}}
+    result, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
+    assert result['passed'] is False
+    assert 'failed' not in result
+    assert sorted(f['check'] for f in result['failures']) == ['gpu_count', 'mig_mode']
+    assert result['gpu_topology']['gpu_count'] == 1
+
+
+def test_check_fails_task_by_default(monkeypatch, capsys, tmp_path):
+    args = {'sysfs_root': str(tmp_path), 'expected': {'gpu_count': 8}}
+    result, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
+    assert result['failed'] is True
+    assert 'expected 8 GPUs, found 1' in result['msg']
+
+
+def test_check_baseline_regressions(monkeypatch, capsys, tmp_path):
+    args = {'sysfs_root': str(tmp_path), 'fail_on_mismatch': False}
+    before, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
+    assert before['passed'] is True
+    outputs = dict(A100_OUTPUTS)
+    outputs['nvlink -s'] = (0, 'nvlink/v100-sxm2-32gb-nvlink-s-2-inactive-links-ELIDED.txt')
+    args['baseline'] = before['gpu_topology']
+    after, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, outputs)
+    assert after['passed'] is False
+    assert [r['check'] for r in after['regressions']] == ['nvlink_lost']
+
+
+def test_check_rejects_unknown_profile_keys_before_touching_the_node(monkeypatch, capsys, tmp_path):
+    args = {'sysfs_root': str(tmp_path), 'expected': {'gpu_cuont': 8}}
+    result, recorded = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
+    assert result['failed'] is True
+    assert 'unknown profile key(s): gpu_cuont' in result['msg']
+    assert recorded.calls == []
+
+
+def test_bundle_dir_reads_files(monkeypatch, capsys, bundle):
+    path = bundle(xml='nvsmi-xml/tesla-p100-pcie-16gb-driver510-gce-netdata.xml')
+    result, recorded = run_module(gpu_topology_facts, monkeypatch, capsys, {'bundle_dir': path}, {})
+    assert recorded.calls == []
+    topo = result['ansible_facts']['gpu_topology']
+    assert topo['gpus'][0]['name'] == 'Tesla P100-PCIE-16GB'
+    assert 'nvidia-smi-topo-m.txt' in topo['missing']

@@ -1,0 +1,185 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.node contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import os
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible.module_utils.common.text.converters import to_bytes
+
+from ansible_collections.gpuops.node.plugins.modules import rack_report
+
+
+class AnsibleExitJson(Exception):
+    pass
+
+
+class AnsibleFailJson(Exception):
+    pass
+
+
+def _exit_json(*args, **kwargs):
+    kwargs.setdefault('changed', False)
+    raise AnsibleExitJson(kwargs)
+
+
+def _fail_json(*args, **kwargs):
+    kwargs['failed'] = True
+    raise AnsibleFailJson(kwargs)
+
+
+@pytest.fixture(autouse=True)
+def patch_module(monkeypatch):
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', _exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', _fail_json)
+
+
+def set_module_args(args, check_mode=False, diff=False):
+    """Same pattern as community.general's unit tests, for ansible-core 2.19 and older."""
+    args = dict(args)
+    args['_ansible_check_mode'] = check_mode
+    args['_ansible_diff'] = diff
+    args.setdefault('_ansible_remote_tmp', '/tmp')
+    args.setdefault('_ansible_keep_remote_files', False)
+    try:
+        from ansible.module_utils.testing import patch_module_args  # ansible-core >= 2.19
+    except ImportError:
+        basic._ANSIBLE_ARGS = to_bytes(json.dumps({'ANSIBLE_MODULE_ARGS': args}))
+        return _NullContext()
+    return patch_module_args(args)
+
+
+class _NullContext(object):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def run(args, check_mode=False, diff=False, expect_fail=False):
+    with set_module_args(args, check_mode=check_mode, diff=diff):
+        with pytest.raises(AnsibleFailJson if expect_fail else AnsibleExitJson) as exc:
+            rack_report.main()
+    return exc.value.args[0]
+
+
+RECORDS = [
+    {'host': 'gpu-a01', 'rack': 'rack_a', 'node_class': 'dgx_h100', 'pre_check': {'passed': True, 'failures': []},
+     'changes': {'nvidia_driver': 2}, 'post_check': {'passed': True, 'failures': [], 'regressions': []},
+     'phase': 'done'},
+    {'host': 'gpu-a02', 'rack': 'rack_a', 'node_class': 'dgx_h100', 'held_back': True, 'phase': 'done',
+     'pre_check': {'passed': False, 'failures': [
+         {'check': 'nic_rate', 'subject': 'mlx5_2/1', 'expected': 400, 'actual': 200, 'message': 'slow'}]},
+     'gpu_topology': {'gpu_count': 8}},
+    {'host': 'gpu-b01', 'rack': 'rack_b', 'node_class': 'hgx_a100', 'pre_check': {'passed': True, 'failures': []},
+     'changes': {}, 'phase': 'done', 'post_check': {'passed': False, 'failures': [], 'regressions': [
+         {'check': 'pcie_downtrained', 'subject': 'GPU1', 'before': 16, 'after': 8, 'message': 'x8'}]}},
+    {'host': 'gpu-b02', 'rack': 'rack_b', 'unreachable': True},
+]
+
+
+def test_writes_three_files_and_summary(tmp_path):
+    dest = tmp_path / 'reports'
+    result = run({'records': RECORDS, 'dest': str(dest), 'title': 'Rollout'})
+    assert result['changed'] is True
+    assert result['paths']['json'] == str(dest / 'rack-report.json')
+    assert result['paths']['markdown'] == str(dest / 'rack-report.md')
+    assert result['paths']['junit'] == str(dest / 'rack-report.xml')
+    assert result['paths']['hosts'] == []
+    assert sorted(os.listdir(str(dest))) == ['rack-report.json', 'rack-report.md', 'rack-report.xml']
+    s = result['summary']
+    assert (s['hosts'], s['passed'], s['held_back'], s['regressed'], s['failed'], s['unreachable']) == (4, 1, 1, 1, 0, 1)
+    assert result['markdown'] == (dest / 'rack-report.md').read_text()
+    assert result['markdown'].startswith('# Rollout\n')
+    assert json.loads((dest / 'rack-report.json').read_text())['summary']['hosts'] == 4
+    root = ET.parse(str(dest / 'rack-report.xml')).getroot()
+    assert [s.get('name') for s in root.findall('testsuite')] == ['rack_a', 'rack_b']
+
+
+def test_idempotent(tmp_path):
+    args = {'records': RECORDS, 'dest': str(tmp_path), 'basename': 'night', 'host_dir': str(tmp_path / 'hosts')}
+    first = run(args)
+    assert first['changed'] is True
+    assert len(first['changed_files']) == 3 + 4
+    mtimes = dict((p, os.stat(p).st_mtime_ns) for p in first['changed_files'])
+    second = run(args)
+    assert second['changed'] is False
+    assert second['changed_files'] == []
+    assert mtimes == dict((p, os.stat(p).st_mtime_ns) for p in first['changed_files'])
+    # a different record changes exactly the files whose content differs
+    records = [dict(r) for r in RECORDS]
+    records[3] = {'host': 'gpu-b02', 'rack': 'rack_b', 'pre_check': {'passed': True, 'failures': []}}
+    third = run(dict(args, records=records))
+    assert third['changed'] is True
+    assert str(tmp_path / 'hosts' / 'gpu-b02.json') in third['changed_files']
+    assert str(tmp_path / 'hosts' / 'gpu-a01.json') not in third['changed_files']
+
+
+def test_host_dir_keeps_full_record(tmp_path):
+    result = run({'records': RECORDS, 'dest': str(tmp_path), 'host_dir': str(tmp_path / 'h')})
+    assert sorted(os.path.basename(p) for p in result['paths']['hosts']) == [
+        'gpu-a01.json', 'gpu-a02.json', 'gpu-b01.json', 'gpu-b02.json']
+    doc = json.loads((tmp_path / 'h' / 'gpu-a02.json').read_text())
+    assert doc['gpu_topology'] == {'gpu_count': 8}
+    assert doc['status'] == 'held_back'
+    rack = json.loads((tmp_path / 'rack-report.json').read_text())
+    assert 'gpu_topology' not in rack['racks'][0]['hosts'][0]
+
+
+def test_check_mode_with_diff_writes_nothing(tmp_path):
+    dest = tmp_path / 'new'
+    result = run({'records': RECORDS, 'dest': str(dest)}, check_mode=True, diff=True)
+    assert result['changed'] is True
+    assert not dest.exists()
+    assert [d['after_header'] for d in result['diff']] == [
+        str(dest / 'rack-report.json'), str(dest / 'rack-report.md'), str(dest / 'rack-report.xml')]
+    assert all(d['before'] == '' for d in result['diff'])
+    # after a real run, check mode reports no change and an empty diff
+    run({'records': RECORDS, 'dest': str(dest)})
+    again = run({'records': RECORDS, 'dest': str(dest)}, check_mode=True, diff=True)
+    assert again['changed'] is False
+    assert again['diff'] == []
+
+
+def test_check_mode_diff_shows_before(tmp_path):
+    run({'records': RECORDS, 'dest': str(tmp_path)})
+    before = (tmp_path / 'rack-report.md').read_text()
+    result = run({'records': RECORDS[:1], 'dest': str(tmp_path)}, check_mode=True, diff=True)
+    assert result['changed'] is True
+    md = [d for d in result['diff'] if d['after_header'].endswith('.md')][0]
+    assert md['before'] == before
+    assert (tmp_path / 'rack-report.md').read_text() == before
+
+
+def test_invalid_record_fails(tmp_path):
+    result = run({'records': [{'rack': 'rack_a'}], 'dest': str(tmp_path)}, expect_fail=True)
+    assert 'invalid records' in result['msg']
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_bad_basename_fails(tmp_path):
+    result = run({'records': [], 'dest': str(tmp_path), 'basename': 'a/b'}, expect_fail=True)
+    assert 'basename' in result['msg']
+
+
+def test_dest_is_a_file_fails(tmp_path):
+    target = tmp_path / 'file'
+    target.write_text('x')
+    result = run({'records': [], 'dest': str(target)}, expect_fail=True)
+    assert 'not a directory' in result['msg']
+
+
+def test_existing_file_mode_is_kept(tmp_path):
+    run({'records': RECORDS, 'dest': str(tmp_path)})
+    md = tmp_path / 'rack-report.md'
+    os.chmod(str(md), 0o600)
+    run({'records': RECORDS[:2], 'dest': str(tmp_path)})
+    assert os.stat(str(md)).st_mode & 0o777 == 0o600
