@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """How much parsing adds to gathering GPU topology facts.
 
 Times ``gather_bundle`` on an 8-GPU, 8+NIC capture bundle against only reading

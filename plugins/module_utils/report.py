@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
-# Copyright (c) gpuops.node contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: gpuops.node contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Rack report: per-host rollout records rendered as JSON, Markdown and JUnit XML.
 
 Pure functions, standard library only (Python 3.8+). The renderers are
@@ -292,7 +293,7 @@ def changes_text(record):
         return u'held back'
     changes = record['changes']
     if not changes:
-        return u'-' if record['pre_check'] is None else u'none'
+        return u'none' if record['post_check'] is not None else u'-'
     parts = []
     for key in sorted(changes, key=_natural_key):
         val = changes[key]
@@ -304,8 +305,9 @@ def changes_text(record):
 
 
 def _summary_line(summary):
-    return (u'%(hosts)d hosts: %(passed)d passed, %(held_back)d held back, %(regressed)d regressed, '
-            u'%(failed)d failed, %(unreachable)d unreachable' % summary)
+    text = u': %(passed)d passed, %(held_back)d held back, %(regressed)d regressed, ' \
+        u'%(failed)d failed, %(unreachable)d unreachable' % summary
+    return u'%d host%s%s' % (summary['hosts'], u'' if summary['hosts'] == 1 else u's', text)
 
 
 def render_markdown(report):
@@ -339,8 +341,9 @@ def render_markdown(report):
     if not detailed:
         lines += [u'No failures, regressions or errors.', u'']
     for rec in detailed:
-        lines += [u'### %s (%s, %s): %s' % (_cell(rec['host']), _cell(rec['rack']),
-                                             _cell(rec['node_class']) or u'no class', rec['status']), u'']
+        node_class = _cell(rec['node_class']) or u'no class'
+        heading = u'### %s (%s, %s): %s' % (_cell(rec['host']), _cell(rec['rack']), node_class, rec['status'])
+        lines += [heading, u'']
         if rec['unreachable']:
             lines += [u'Host unreachable.', u'']
         if rec['error']:
@@ -420,6 +423,9 @@ def _testcases(record):
     else:
         cases.append(('pre_check', 'failure', _failure_message(pre['failures'], []),
                       u'\n'.join(_failure_line(f) for f in pre['failures'])))
+    if post is not None and record['error']:
+        # the changes failed, the post-change check still ran
+        cases.append(('changes', 'error', record['error'], record['error']))
     if post is not None:
         if post['passed'] and not post['regressions']:
             cases.append(('post_check', 'pass', None, None))

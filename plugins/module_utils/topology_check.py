@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuops.node contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Compares a ``gpu_topology`` snapshot with a node-class profile and with a baseline snapshot."""
 
 from __future__ import (absolute_import, division, print_function)
@@ -266,13 +267,12 @@ def _nic_checks(topology, exp):
                     failures.append(_not_checked(_PORT_CHECKS[key], subject, exp[key],
                                                  '%s of %s is not in sysfs' % (field, subject)))
             if 'nic_port_state' in exp and port.get('state') not in (None, exp['nic_port_state']):
-                failures.append(_failure('nic_port_state', subject, exp['nic_port_state'], port.get('state'),
-                                         '%s is %s (%s), expected %s' % (subject, port.get('state'),
-                                                                         port.get('phys_state'), exp['nic_port_state'])))
+                message = '%s is %s (%s), expected %s' % (subject, port['state'], port.get('phys_state'),
+                                                          exp['nic_port_state'])
+                failures.append(_failure('nic_port_state', subject, exp['nic_port_state'], port['state'], message))
             if 'nic_link_layer' in exp and port.get('link_layer') not in (None, exp['nic_link_layer']):
-                failures.append(_failure('nic_link_layer', subject, exp['nic_link_layer'], port.get('link_layer'),
-                                         '%s link layer is %s, expected %s' % (subject, port.get('link_layer'),
-                                                                              exp['nic_link_layer'])))
+                message = '%s link layer is %s, expected %s' % (subject, port['link_layer'], exp['nic_link_layer'])
+                failures.append(_failure('nic_link_layer', subject, exp['nic_link_layer'], port['link_layer'], message))
             if 'nic_rate_min_gbps' in exp:
                 rate = port.get('rate_gbps')
                 if rate is not None and rate < exp['nic_rate_min_gbps']:

@@ -1,7 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: gpuops.node contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -21,7 +22,7 @@ description:
     C(not checked); it never passes silently.
   - The module only reads; it never changes the node.
 author:
-  - gpuops.node maintainers
+  - gpuops.node maintainers (@gpuops)
 extends_documentation_fragment:
   - gpuops.node.gpu_topology
 options:
@@ -63,6 +64,7 @@ attributes:
     support: none
     description: Changes nothing, so there is no diff.
   platform:
+    support: full
     platforms: posix
     description: Linux nodes with NVIDIA GPUs, or any host reading a capture bundle.
 seealso:

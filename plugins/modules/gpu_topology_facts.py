@@ -1,7 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: gpuops.node contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -20,7 +21,7 @@ description:
     parts that could be read are still returned.
   - The module only reads; it never changes the node.
 author:
-  - gpuops.node maintainers
+  - gpuops.node maintainers (@gpuops)
 extends_documentation_fragment:
   - gpuops.node.gpu_topology
 attributes:
@@ -34,6 +35,7 @@ attributes:
     support: full
     description: Returns the C(gpu_topology) fact.
   platform:
+    support: full
     platforms: posix
     description: Linux nodes with NVIDIA GPUs, or any host reading a capture bundle.
 notes:

@@ -1,7 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright (c) gpuops.node contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: gpuops.node contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -20,10 +21,10 @@ description:
     show node health like test results.
   - Output is deterministic; a file is only rewritten when its content differs, so running the module twice with the
     same records reports no change.
-  - Meant to run on the controller, usually with C(delegate_to: localhost) and C(run_once: true), with records built
+  - Meant to run on the controller, usually with C(delegate_to=localhost) and C(run_once=true), with records built
     from C(hostvars).
 author:
-  - gpuops.node maintainers
+  - gpuops.node maintainers (@gpuops)
 options:
   records:
     description:
@@ -76,7 +77,7 @@ attributes:
     support: full
     platforms: posix
 notes:
-  - Records are validated; an unknown O(records[].status) or a record without V(host) fails the module.
+  - Records are validated; an unknown C(status) or a record without V(host) fails the module.
   - A host listed more than once keeps its last record.
 seealso:
   - module: gpuops.node.gpu_topology_check
@@ -186,6 +187,11 @@ summary:
       description: V(true) when there is at least one host and every host passed.
       type: bool
       sample: false
+statuses:
+  description: Status of every host in the report, by inventory hostname (to fail hosts after the report is written).
+  returned: always
+  type: dict
+  sample: {gpu-a01: provisioned, gpu-a02: held_back}
 markdown:
   description: The Markdown report.
   returned: always
@@ -274,8 +280,9 @@ def run_module(module):
                 paths['hosts'].append(path)
                 files.append((path, render_host_json(record)))
 
+    statuses = dict((r['host'], r['status']) for rack in report['racks'] for r in rack['hosts'])
     result = dict(changed=False, paths=paths, changed_files=[], summary=report['summary'],
-                  markdown=rendered['markdown'])
+                  statuses=statuses, markdown=rendered['markdown'])
     diffs = []
 
     _ensure_dir(module, dest, result)

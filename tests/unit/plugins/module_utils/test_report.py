@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
-# Copyright (c) gpuops.node contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: gpuops.node contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -203,3 +204,14 @@ def test_changes_normalization():
     record = rpt.normalize_record({'host': 'h', 'changes': {'a': '2', 'b': 1.0, 'c': None, 'd': 'yes'}})
     assert record['changes'] == {'a': 2, 'b': 1, 'c': False, 'd': True}
     assert rpt.changes_text(record) == 'a: 2, b: 1, c: ok, d: changed'
+
+
+def test_junit_failed_change_is_an_error():
+    record = {'host': 'h', 'rack': 'r', 'pre_check': PASS, 'post_check': POST_PASS, 'phase': 'done',
+              'error': 'Install driver: non-zero return code', 'changes': {'nvidia_driver': 1}}
+    report, out = rpt.render_all([record])
+    assert report['summary']['failed'] == 1
+    cases = rpt.ET.fromstring(out['junit'].encode('utf-8')).findall('testsuite/testcase')
+    assert [c.get('name') for c in cases] == ['pre_check', 'changes', 'post_check']
+    assert cases[1].find('error').get('message') == 'Install driver: non-zero return code'
+    assert cases[2].find('failure') is None

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
-# Copyright (c) gpuops.node contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: gpuops.node contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -97,6 +98,8 @@ def test_writes_three_files_and_summary(tmp_path):
     assert sorted(os.listdir(str(dest))) == ['rack-report.json', 'rack-report.md', 'rack-report.xml']
     s = result['summary']
     assert (s['hosts'], s['passed'], s['held_back'], s['regressed'], s['failed'], s['unreachable']) == (4, 1, 1, 1, 0, 1)
+    assert result['statuses'] == {'gpu-a01': 'provisioned', 'gpu-a02': 'held_back', 'gpu-b01': 'regressed',
+                                  'gpu-b02': 'unreachable'}
     assert result['markdown'] == (dest / 'rack-report.md').read_text()
     assert result['markdown'].startswith('# Rollout\n')
     assert json.loads((dest / 'rack-report.json').read_text())['summary']['hosts'] == 4
