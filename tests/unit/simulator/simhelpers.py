@@ -1,0 +1,79 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.node contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Helpers for the simulator tests: the repository root on sys.path, the
+collection importable as ansible_collections.gpuops.node, simulated nodes."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+import subprocess
+import sys
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+REAL = os.path.join(REPO, 'tests', 'fixtures', 'real')
+PROFILES = os.path.join(REPO, 'simulator', 'profiles')
+NVIDIA_SMI = os.path.join(REPO, 'simulator', 'nvidia_smi.py')
+
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+# The lead's parsers import themselves as ansible_collections.gpuops.node...
+_COLLECTIONS = os.path.join(REPO, '.build', 'collections')
+_LINK = os.path.join(_COLLECTIONS, 'ansible_collections', 'gpuops', 'node')
+if not os.path.lexists(_LINK):
+    os.makedirs(os.path.dirname(_LINK), exist_ok=True)
+    os.symlink(REPO, _LINK)
+if _COLLECTIONS not in sys.path:
+    sys.path.insert(0, _COLLECTIONS)
+
+from simulator import bundle as B  # noqa: E402
+from simulator import nvidia_smi as N  # noqa: E402
+
+PROFILE_NAMES = ('h100-sxm-8gpu-ib', 'a100-sxm-8gpu-ib', 'pcie-4gpu-roce')
+
+
+def real_text(rel):
+    with open(os.path.join(REAL, rel), 'rb') as handle:
+        return handle.read().decode('utf-8')
+
+
+def profile_path(name):
+    return os.path.join(PROFILES, name)
+
+
+class Node(object):
+    """A simulated node: a profile (possibly with faults) and its own state file."""
+
+    def __init__(self, tmp_path, name, faults=()):
+        self.dir = str(tmp_path / ('profile-' + name))
+        tree = B.read_profile(profile_path(name))
+        if faults:
+            from simulator import faults as F
+            for fault, params in faults:
+                F.FAULTS[fault].apply(tree, **params)
+        B.write_tree(tree, self.dir)
+        self.state = str(tmp_path / 'state' / name / 'state.json')
+        self.env = {'GPUOPS_SIM_PROFILE': self.dir, 'GPUOPS_SIM_STATE': self.state,
+                    'GPUOPS_SIM_ALLOW_NONROOT': '1'}
+
+    def run(self, *argv):
+        """In-process invocation (fast)."""
+        return N.run(list(argv), dict(self.env))
+
+    def admin(self, *argv):
+        return N.run(list(argv), dict(self.env), prog='gpuops-sim')
+
+    def proc(self, *argv):
+        """A separate process, as on a node (state must survive between processes)."""
+        env = dict(os.environ)
+        env.update(self.env)
+        done = subprocess.run([sys.executable, NVIDIA_SMI] + list(argv), env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, check=False)
+        return N.Result(done.returncode, done.stdout.decode('utf-8'), done.stderr.decode('utf-8'))
+
+    def file(self, rel):
+        with open(os.path.join(self.dir, rel), 'rb') as handle:
+            return handle.read().decode('utf-8')

@@ -1,0 +1,111 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.node contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Installing the simulator into a node tree, and the live gatherer against it."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from simhelpers import B, REPO, profile_path
+
+from simulator import install_node as I
+
+from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle, gather_live
+
+INSTALLER = os.path.join(REPO, 'simulator', 'install_node.py')
+
+
+def _install(root, *args):
+    done = subprocess.run([sys.executable, INSTALLER, '--root', str(root), '--python', sys.executable] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.decode('utf-8'))
+
+
+def _runner(root):
+    env = dict(os.environ, GPUOPS_SIM_ROOT=str(root))
+
+    def run_command(argv):
+        done = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+        return done.returncode, done.stdout.decode('utf-8'), done.stderr.decode('utf-8')
+    return run_command
+
+
+def test_install_layout_and_idempotence(tmp_path):
+    root = tmp_path / 'node'
+    summary = _install(root, '--profile', 'h100-sxm-8gpu-ib')
+    assert summary['changed'] is True and summary['profile_name'] == 'h100-sxm-8gpu-ib' and summary['faults'] == []
+    smi = root / 'usr' / 'bin' / 'nvidia-smi'
+    assert os.access(str(smi), os.X_OK)
+    with open(str(smi), 'rb') as handle:
+        assert handle.readline() == ('#!%s\n' % sys.executable).encode('utf-8')
+    assert os.access(str(root / 'usr' / 'local' / 'sbin' / 'gpuops-sim'), os.X_OK)
+    assert B.read_tree(str(root / 'usr' / 'share' / 'gpuops-sim' / 'profile')) == B.read_profile(
+        profile_path('h100-sxm-8gpu-ib'))
+    assert os.readlink(str(root / 'usr' / 'share' / 'gpuops-sim' / 'sys' / 'class' / 'infiniband' / 'mlx5_0' /
+                           'device')) == '../../../bus/pci/devices/0000:18:00.0'
+    assert os.path.isdir(str(root / 'usr' / 'share' / 'gpuops-sim' / 'sys' / 'class' / 'infiniband' / 'mlx5_11'))
+    assert os.path.isdir(str(root / 'var' / 'lib' / 'gpuops-sim'))
+    # state survives a re-run that changes nothing, and is reset by one that changes the node
+    run = _runner(root)
+    assert run([str(smi), '-pm', '0', '-i', '0'])[0] == 0
+    assert _install(root, '--profile', 'h100-sxm-8gpu-ib')['changed'] is False
+    assert run([str(smi), '--query-gpu=persistence_mode', '--format=csv,noheader', '-i', '0'])[1] == 'Disabled\n'
+    summary = _install(root, '--profile', 'h100-sxm-8gpu-ib', '--fault', 'ecc_uncorrectable:gpu=2')
+    assert summary['changed'] is True and summary['faults'] == ['ecc_uncorrectable']
+    assert run([str(smi), '--query-gpu=persistence_mode', '--format=csv,noheader', '-i', '0'])[1] == 'Enabled\n'
+    assert run([str(root / 'usr' / 'local' / 'sbin' / 'gpuops-sim'), 'state'])[0] == 0
+
+
+def test_live_gather_on_installed_node_equals_bundle_gather(tmp_path):
+    """The modules' live path (commands + sysfs_root) sees what the bundle path sees."""
+    for name, faults in (('h100-sxm-8gpu-ib', ['nvlink_down:gpu=5', 'ib_port_down:nic=mlx5_2']),
+                         ('pcie-4gpu-roce', ['pcie_downtrained'])):
+        root = tmp_path / name
+        args = ['--profile', name]
+        for fault in faults:
+            args += ['--fault', fault]
+        summary = _install(root, *args)
+        live = gather_live(_runner(root), summary['nvidia_smi'], summary['sysfs_root'])
+        bundle = gather_bundle(summary['profile'])
+        assert live == bundle
+        assert live['errors'] == [] and live['driver_loaded'] is True
+
+
+def test_live_gather_driver_not_loaded(tmp_path):
+    root = tmp_path / 'n'
+    summary = _install(root, '--profile', 'a100-sxm-8gpu-ib', '--fault', 'driver_not_loaded')
+    live = gather_live(_runner(root), summary['nvidia_smi'], summary['sysfs_root'])
+    assert live['driver_loaded'] is False and live['driver_error']['kind'] == 'driver_not_loaded'
+    assert live['driver_error']['rc'] == 9
+
+
+def test_install_from_a_copy_of_the_directory(tmp_path):
+    """The simulator directory copied under another name (as ansible.builtin.copy does) installs the same."""
+    copy = tmp_path / 'copied-sim'
+    shutil.copytree(os.path.join(REPO, 'simulator'), str(copy), ignore=shutil.ignore_patterns('__pycache__'))
+    root = tmp_path / 'node'
+    done = subprocess.run([sys.executable, str(copy / 'install_node.py'), '--root', str(root), '--profile',
+                           'a100-sxm-8gpu-ib'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    assert done.returncode == 0, done.stderr
+    installed = root / 'usr' / 'share' / 'gpuops-sim'
+    assert B.read_tree(str(installed / 'profile')) == B.read_profile(profile_path('a100-sxm-8gpu-ib'))
+    assert os.readlink(str(installed / 'sys' / 'class' / 'infiniband' / 'mlx5_0' / 'device')) == \
+        '../../../bus/pci/devices/0000:0c:00.0'
+
+
+def test_uninstall_and_errors(tmp_path, capsys):
+    root = tmp_path / 'n'
+    _install(root, '--profile', 'pcie-4gpu-roce')
+    assert I.main(['--uninstall', '--root', str(root)]) == 0
+    assert not (root / 'usr' / 'bin' / 'nvidia-smi').exists()
+    assert not (root / 'usr' / 'share' / 'gpuops-sim' / 'profile').exists()
+    assert I.main(['--root', str(root), '--profile', 'pcie-4gpu-roce', '--fault', 'nvlink_down']) == 1
+    assert 'no NVLink' in capsys.readouterr().err
