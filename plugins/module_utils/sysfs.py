@@ -139,6 +139,11 @@ def read_infiniband(sysfs_root):
             candidate = os.path.basename(os.readlink(device))
             if _PCI_RE.match(candidate):
                 pci = candidate.lower()
+        if pci is None:
+            # a copy that followed the link keeps the address in uevent
+            for line in (read_value(os.path.join(device, 'uevent')) or '').splitlines():
+                if line.startswith('PCI_SLOT_NAME=') and _PCI_RE.match(line.split('=', 1)[1].strip()):
+                    pci = line.split('=', 1)[1].strip().lower()
         ports = []
         ports_dir = os.path.join(hca, 'ports')
         if os.path.isdir(ports_dir):

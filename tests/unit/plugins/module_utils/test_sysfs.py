@@ -74,3 +74,19 @@ def test_pci_device(tmp_path):
     assert read_pci_device(str(tmp_path), '00000000:1a:00.0') is None
     assert read_infiniband(str(tmp_path)) is None
     assert os.path.isdir(str(base))
+
+
+def test_hca_address_from_link_or_uevent(tmp_path):
+    pci = tmp_path / 'bus' / 'pci' / 'devices' / '0000:18:00.0'
+    pci.mkdir(parents=True)
+    (pci / 'numa_node').write_text('0\n')
+    linked = tmp_path / 'class' / 'infiniband' / 'mlx5_0'
+    linked.mkdir(parents=True)
+    os.symlink('../../../bus/pci/devices/0000:18:00.0', str(linked / 'device'))
+    copied = tmp_path / 'class' / 'infiniband' / 'mlx5_1' / 'device'
+    copied.mkdir(parents=True)
+    (copied / 'uevent').write_text('DRIVER=mlx5_core\nPCI_SLOT_NAME=0000:29:00.0\n')
+    (copied / 'numa_node').write_text('1\n')
+    nics = read_infiniband(str(tmp_path))['nics']
+    assert [(n['name'], n['pci_bus_id'], n['numa_node']) for n in nics] == [
+        ('mlx5_0', '0000:18:00.0', 0), ('mlx5_1', '0000:29:00.0', 1)]
