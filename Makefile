@@ -1,0 +1,116 @@
+# gpuops.node test entry points. `make test` is what CI runs (through .ci/run).
+#
+#   make venv            create/refresh .venv from tests/requirements.txt
+#   make lint            yamllint + ansible-lint (production profile, offline) + changelog-lint
+#   make sanity          ansible-test sanity on a copy of the collection (tests/scripts/sanity.sh)
+#   make units           pytest tests/unit (collection importable as ansible_collections.gpuops.node)
+#   make molecule        every molecule scenario, one after another (molecule test -s NAME)
+#   make molecule-NAME   one scenario
+#   make test            lint sanity units molecule, stopping at the first failure
+#   make images          build the podman base images the scenarios use (localhost/gpuops-base:SUITE)
+#   make clean           remove build and test output (keeps .venv and the images)
+#
+# Variables: PYTEST_ARGS (extra pytest arguments), SANITY_EXTRA_ARGS,
+# SANITY_TARGET_PYTHONS, IMAGE_SUITES (default: the suites the scenarios use).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := test
+.NOTPARALLEL:
+
+PYTHON ?= python3
+VENV ?= $(CURDIR)/.venv
+REQUIREMENTS := tests/requirements.txt
+VENV_STAMP := $(VENV)/.requirements.stamp
+BIN := $(VENV)/bin
+BUILD := $(CURDIR)/.build
+TIMED := bash $(CURDIR)/tests/scripts/timed.sh
+
+# Collection search path: the repo itself, through a symlink tree that makes
+# the working tree importable as ansible_collections.gpuops.node, and the
+# collections bundled in the `ansible` PyPI package (ansible.posix,
+# community.general, containers.podman, ...). Recursive (=) so that it is
+# evaluated after `venv` has created site-packages.
+COLLECTIONS_ROOT := $(BUILD)/collections
+COLLECTION_LINK := $(COLLECTIONS_ROOT)/ansible_collections/gpuops/node
+SITE_PACKAGES = $(firstword $(wildcard $(VENV)/lib/python3*/site-packages))
+export ANSIBLE_COLLECTIONS_PATH = $(COLLECTIONS_ROOT):$(SITE_PACKAGES)
+export PATH := $(BIN):$(PATH)
+export PY_COLORS ?= 0
+export ANSIBLE_FORCE_COLOR ?= 0
+export ANSIBLE_NOCOLOR ?= 1
+export NO_COLOR ?= 1
+
+# Scenarios live in molecule/ (not extensions/molecule/): tell molecule so.
+export MOLECULE_GLOB := molecule/*/molecule.yml
+MOLECULE_SCENARIOS := $(sort $(patsubst molecule/%/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
+MOLECULE_TARGETS := $(addprefix molecule-,$(MOLECULE_SCENARIOS))
+# Only one molecule run at a time on this host (scenarios share podman and
+# fixed container names), even across checkouts.
+MOLECULE_LOCK ?= /tmp/gpuops-node-molecule.lock
+# Base image suites used by the scenarios (localhost/gpuops-base:SUITE).
+IMAGE_SUITES ?= $(or $(sort $(shell sed -n 's/.*localhost\/gpuops-base:\([a-z]*\).*/\1/p' molecule/*/molecule.yml 2>/dev/null)),bookworm)
+
+.PHONY: help venv collection-link lint yamllint ansible-lint changelog-lint sanity units \
+        images molecule $(MOLECULE_TARGETS) test clean
+
+help:
+	@sed -n '1,/^$$/p' $(firstword $(MAKEFILE_LIST)) | sed 's/^# \{0,1\}//'
+
+# ---------------------------------------------------------------- venv
+venv: $(VENV_STAMP)
+
+# Re-installs whenever tests/requirements.txt is newer than the stamp.
+$(VENV_STAMP): $(REQUIREMENTS)
+	@echo "== venv: $(VENV) from $(REQUIREMENTS)"
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r $(REQUIREMENTS)
+	$(BIN)/python -m pip check
+	touch $@
+
+collection-link: venv
+	@mkdir -p $(dir $(COLLECTION_LINK))
+	@if [ "$$(readlink $(COLLECTION_LINK) 2>/dev/null)" != "$(CURDIR)" ]; then \
+	  ln -sfn $(CURDIR) $(COLLECTION_LINK); echo "== $(COLLECTION_LINK) -> $(CURDIR)"; fi
+
+# ---------------------------------------------------------------- lint
+lint: yamllint ansible-lint changelog-lint
+
+yamllint: venv
+	@$(TIMED) yamllint yamllint --strict .
+
+ansible-lint: collection-link
+	@$(TIMED) ansible-lint ansible-lint --offline --profile production --strict
+
+changelog-lint: venv
+	@$(TIMED) changelog-lint antsibull-changelog lint
+
+# ---------------------------------------------------------------- sanity
+sanity: venv
+	@$(TIMED) sanity bash tests/scripts/sanity.sh
+
+# ---------------------------------------------------------------- units
+# pytest's exit 5 (no tests collected) is a failure here.
+units: collection-link
+	@PYTHONPATH=$(COLLECTIONS_ROOT)$${PYTHONPATH:+:$$PYTHONPATH} \
+	  $(TIMED) units $(BIN)/python -m pytest tests/unit -p no:cacheprovider -ra $(PYTEST_ARGS) \
+	  || { rc=$$?; if [ $$rc -eq 5 ]; then echo "units: pytest collected no tests (exit 5): failing" >&2; fi; exit $$rc; }
+
+# ---------------------------------------------------------------- molecule
+images:
+	@for suite in $(IMAGE_SUITES); do $(TIMED) image-$$suite bash tests/images/build-image.sh $$suite; done
+
+molecule: $(MOLECULE_TARGETS)
+	@if [ -z "$(MOLECULE_SCENARIOS)" ]; then echo "molecule: no scenarios under molecule/" >&2; exit 1; fi
+
+$(MOLECULE_TARGETS): molecule-%: collection-link images
+	@$(TIMED) molecule-$* flock $(MOLECULE_LOCK) molecule test -s $*
+
+# ---------------------------------------------------------------- all
+# Prerequisites run in order; make stops at the first one that fails.
+test: lint sanity units molecule
+	@echo "== make test: lint, sanity, units and molecule ($(MOLECULE_SCENARIOS)) passed"
+
+clean:
+	rm -rf $(BUILD)/collections $(BUILD)/sanity $(BUILD)/sanity-bin tests/output .pytest_cache
