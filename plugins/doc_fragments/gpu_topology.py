@@ -33,4 +33,15 @@ options:
         A C(<file>.rc) beside an output holds the exit status nvidia-smi had when it was captured.
       - Every file is optional; a missing one leaves its part of the facts out and is listed in C(missing).
     type: path
+attributes:
+  check_mode:
+    support: full
+    description: Reads only, so check mode runs it unchanged.
+  diff_mode:
+    support: none
+    description: Changes nothing, so there is no diff.
+  platform:
+    support: full
+    platforms: posix
+    description: Linux nodes with NVIDIA GPUs, or any host reading a capture bundle.
 '''

@@ -56,17 +56,6 @@ options:
       - Set to V(false) to only report, for example to write a rack report first.
     type: bool
     default: true
-attributes:
-  check_mode:
-    support: full
-    description: Reads only, so check mode runs it unchanged.
-  diff_mode:
-    support: none
-    description: Changes nothing, so there is no diff.
-  platform:
-    support: full
-    platforms: posix
-    description: Linux nodes with NVIDIA GPUs, or any host reading a capture bundle.
 seealso:
   - module: gpuops.node.gpu_topology_facts
 '''

@@ -25,19 +25,9 @@ author:
 extends_documentation_fragment:
   - gpuops.node.gpu_topology
 attributes:
-  check_mode:
-    support: full
-    description: Reads only, so check mode runs it unchanged.
-  diff_mode:
-    support: none
-    description: Changes nothing, so there is no diff.
   facts:
     support: full
     description: Returns the C(gpu_topology) fact.
-  platform:
-    support: full
-    platforms: posix
-    description: Linux nodes with NVIDIA GPUs, or any host reading a capture bundle.
 notes:
   - Idle GPUs report a lower current PCIe generation; compare C(pcie.gen_max) for the trained link.
   - NIC names in C(matrix) are the real RDMA device names, resolved through the C(NIC Legend) that newer
