@@ -9,9 +9,14 @@
 #   make test            lint sanity units molecule, stopping at the first failure
 #   make images          build the podman base images the scenarios use (localhost/gpuops-base:SUITE)
 #   make clean           remove build and test output (keeps .venv and the images)
+#   make demo            a virtual rack of simulated GPU nodes (podman containers) rolled out with site.yml;
+#                        prints the rack report (simulator/demo.py, layout simulator/demo-layout.yml)
+#   make demo-clean      remove the demo containers and .build/demo (keeps the base image)
 #
 # Variables: PYTEST_ARGS (extra pytest arguments), SANITY_EXTRA_ARGS,
 # SANITY_TARGET_PYTHONS, IMAGE_SUITES (default: the suites the scenarios use).
+# Demo: DEMO_LAYOUT (layout file), DEMO_RACKS ("rack_a=h100*2 rack_b=a100,pcie"), DEMO_FAULT
+# (none, or NAME[:KEY=VALUE,...][@NODE]), DEMO_SUITE (base image suite), DEMO_ANSIBLE_ARGS.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -114,3 +119,39 @@ test: lint sanity units molecule
 
 clean:
 	rm -rf $(BUILD)/collections $(BUILD)/sanity $(BUILD)/sanity-bin tests/output .pytest_cache
+
+# ---------------------------------------------------------------- demo
+# `make demo` on a fresh Debian/Ubuntu machine, as root: installs podman, runc, debootstrap and
+# python3-venv when missing, sets podman's runtime to runc, creates the venv, builds the base image when
+# absent, brings up the rack of simulator/demo-layout.yml (or DEMO_RACKS / DEMO_FAULT), runs site.yml
+# and prints the rack report. Exit 0 only when every node is provisioned except the node with the
+# injected fault, held back by exactly that fault. Reuses running demo containers.
+DEMO_LAYOUT ?= simulator/demo-layout.yml
+DEMO_RACKS ?=
+DEMO_FAULT ?=
+DEMO_SUITE ?= bookworm
+DEMO_ANSIBLE_ARGS ?=
+DEMO_APT_PACKAGES := podman runc debootstrap python3 python3-venv ca-certificates tar
+
+.PHONY: demo demo-host demo-clean
+
+demo: demo-host collection-link
+	@$(BIN)/python simulator/demo.py up --layout '$(DEMO_LAYOUT)' --racks '$(DEMO_RACKS)' \
+	  --fault '$(DEMO_FAULT)' --suite '$(DEMO_SUITE)' -- $(DEMO_ANSIBLE_ARGS)
+
+demo-host:
+	@missing=""; \
+	for tool in podman runc debootstrap python3; do command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
+	if [ ! -x $(BIN)/python ] && ! dpkg -s python3-venv >/dev/null 2>&1; then missing="$$missing python3-venv"; fi; \
+	if [ -n "$$missing" ]; then \
+	  echo "[demo] installing host packages (missing:$$missing): $(DEMO_APT_PACKAGES)"; \
+	  if [ "$$(id -u)" -ne 0 ]; then echo "[demo] apt-get needs root" >&2; exit 1; fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -q; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-upgrade $(DEMO_APT_PACKAGES); \
+	else \
+	  echo "[demo] host packages present (podman, runc, debootstrap, python3)"; \
+	fi
+	@$(PYTHON) simulator/demo.py host
+
+demo-clean:
+	@$(PYTHON) simulator/demo.py clean

@@ -875,7 +875,8 @@ def profile_a100():
         'expected_node_class': {
             'gpu_count': 8, 'gpu_model': 'NVIDIA A100*', 'driver_version': '510.*', 'pcie_gen_min': 4,
             'pcie_width_min': 16, 'nvlink_relation': 'NV12', 'nvlink_active_links': 12,
-            'persistence_mode': 'Enabled', 'ecc_mode': 'Enabled', 'mig_mode': 'Disabled',
+            # no persistence_mode: the captured GPU runs with persistence mode Disabled
+            'ecc_mode': 'Enabled', 'mig_mode': 'Disabled',
             'compute_mode': 'Default', 'max_ecc_uncorrected': 0, 'allow_retired_pages_pending': False,
             'allow_remapped_rows_pending': False, 'nic_names': compute_nics, 'nic_count': len(compute_nics),
             'nic_port_state': 'ACTIVE', 'nic_link_layer': 'InfiniBand', 'nic_rate_min_gbps': 200,
@@ -974,7 +975,9 @@ def profile_pcie():
         ],
         'expected_node_class': {
             'gpu_count': 4, 'gpu_model': 'Tesla P100*', 'driver_version': '510.*', 'pcie_gen_min': 3,
-            'pcie_width_min': 16, 'persistence_mode': 'Enabled', 'ecc_mode': 'Enabled', 'mig_mode': 'N/A',
+            # no persistence_mode (Disabled in the capture), no mig_mode (the check knows only Enabled/Disabled;
+            # a P100 has no MIG)
+            'pcie_width_min': 16, 'ecc_mode': 'Enabled',
             'compute_mode': 'Default', 'max_ecc_uncorrected': 0, 'allow_retired_pages_pending': False,
             'nic_count': 1, 'nic_port_state': 'ACTIVE', 'nic_link_layer': 'Ethernet', 'nic_rate_min_gbps': 200,
             'gpu_nic_relation_max': 'PHB', 'numa_balance': False,

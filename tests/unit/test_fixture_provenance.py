@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from conftest import REAL
+from real_captures import REAL
 
 SHARED = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'shared', 'fixtures', 'real')
 

@@ -20,6 +20,7 @@ from simhelpers import B, N, PROFILE_NAMES, REPO, profile_path, real_text
 from simulator import build_profiles as BP
 
 from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
+from ansible_collections.gpuops.node.plugins.module_utils.topology_check import check_profile, validate_profile
 
 
 @pytest.fixture(scope='module')
@@ -87,6 +88,17 @@ def test_lead_gatherer_reads_each_profile_cleanly(name, tmp_path):
     compute = [n for n in facts['nics'] if n['name'] in (expected.get('nic_names') or [n['name'] for n in facts['nics']])]
     assert len(compute) == expected['nic_count']
     assert all(n['ports'][0]['rate_gbps'] >= expected['nic_rate_min_gbps'] for n in compute)
+
+
+@pytest.mark.parametrize('name', PROFILE_NAMES)
+def test_healthy_profile_meets_its_expected_node_class(name, tmp_path):
+    """expected_node_class is a valid gpu_topology_check profile that the healthy profile passes (make demo uses it)."""
+    meta = B.load_yaml(open(os.path.join(profile_path(name), 'profile.yml')).read())
+    expected = meta['expected_node_class']
+    assert validate_profile(expected) == []
+    bundle_dir = str(tmp_path / 'bundle')
+    B.write_tree(B.read_profile(profile_path(name)), bundle_dir)
+    assert check_profile(gather_bundle(bundle_dir), expected) == []
 
 
 def test_h100_gpu_values_come_from_the_real_q_capture():
@@ -182,18 +194,14 @@ def test_committed_profiles_are_sanity_clean():
 
 
 def test_ttar_round_trip_and_lead_extractor(tmp_path):
-    import importlib.util
-    lead_conftest = os.path.join(REPO, 'tests', 'unit', 'conftest.py')
-    spec = importlib.util.spec_from_file_location('lead_unit_conftest', lead_conftest)
-    lead = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(lead)  # tests/unit/conftest.py: extract_ttar
+    from real_captures import extract_ttar
     tree = B.read_profile(profile_path('a100-sxm-8gpu-ib'))
     sys_tree = dict((rel[4:], v) for rel, v in tree.items() if rel.startswith('sys/'))
     text = B.dump_ttar(sys_tree)
     assert B.load_ttar(text) == sys_tree
     archive = tmp_path / 'sys.ttar'
     archive.write_text(text)
-    lead.extract_ttar(str(archive), str(tmp_path / 'sys'))
+    extract_ttar(str(archive), str(tmp_path / 'sys'))
     extracted = B.read_tree(str(tmp_path / 'sys'))
     assert extracted == sys_tree
     odd = {'a/b': b'no newline', 'a/c': b'x\n\ny\n'}

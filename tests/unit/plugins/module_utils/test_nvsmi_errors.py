@@ -6,7 +6,7 @@ import pytest
 
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_errors import (
     classify_nvsmi_failure, device_errors)
-from conftest import real_text
+from real_captures import real_text
 
 
 @pytest.mark.parametrize('name,rc,kind', [

@@ -6,7 +6,7 @@ import pytest
 
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_nvlink import parse_nvlink_status
-from conftest import real_text
+from real_captures import real_text
 
 
 def test_h100_18_links():

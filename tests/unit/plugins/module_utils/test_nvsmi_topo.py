@@ -10,7 +10,7 @@ import pytest
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_topo import (
     closest_nics, parse_topo_matrix)
-from conftest import REAL, real_text
+from real_captures import REAL, real_text
 
 ALL = sorted(os.path.basename(p) for p in glob.glob(os.path.join(REAL, 'topo', '*.txt')))
 GOOD = [n for n in ALL if 'CORRUPTED' not in n]

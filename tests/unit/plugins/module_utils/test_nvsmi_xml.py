@@ -6,7 +6,7 @@ import pytest
 
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_xml import parse_nvsmi_xml
-from conftest import real_text
+from real_captures import real_text
 
 A100 = 'nvsmi-q-xml/a100-sxm4-40gb-mig-netdata.xml'
 P100 = 'nvsmi-xml/tesla-p100-pcie-16gb-driver510-gce-netdata.xml'

@@ -9,7 +9,7 @@ import pytest
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
 from ansible_collections.gpuops.node.plugins.module_utils.sysfs import (
     parse_link_speed, parse_port_state, parse_rate, read_infiniband, read_pci_device, sysfs_pci_address)
-from conftest import extract_ttar, real_path
+from real_captures import extract_ttar, real_path
 import shutil
 
 

@@ -11,7 +11,7 @@ from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpuops.node.plugins.modules import gpu_topology_check, gpu_topology_facts
-from conftest import real_text
+from real_captures import real_text
 
 DRIVER_MISSING = 'nvsmi-errors/couldnt-communicate-with-driver-a100-module-not-loaded.txt'
 

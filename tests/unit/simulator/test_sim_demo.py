@@ -1,0 +1,155 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.node contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""simulator/demo.py (make demo) without podman: layout, faults, inventory, report verdict, podman config."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+
+import pytest
+import yaml
+
+from simhelpers import B, PROFILE_NAMES, profile_path
+
+from simulator import demo as D
+from simulator import faults as F
+
+from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
+from ansible_collections.gpuops.node.plugins.module_utils.topology_check import check_profile
+
+
+def default_setup():
+    layout = D.load_layout(D.DEFAULT_LAYOUT)
+    nodes = D.build_nodes(D.racks_from_layout(layout, D.DEFAULT_LAYOUT))
+    return layout, nodes
+
+
+def test_default_layout():
+    layout, nodes = default_setup()
+    assert [(n['name'], n['rack'], n['profile'], n['node_class']) for n in nodes] == [
+        ('rack_a-h100-1', 'rack_a', 'h100-sxm-8gpu-ib', 'dgx_h100'),
+        ('rack_a-h100-2', 'rack_a', 'h100-sxm-8gpu-ib', 'dgx_h100'),
+        ('rack_b-a100-1', 'rack_b', 'a100-sxm-8gpu-ib', 'dgx_a100'),
+        ('rack_b-pcie-1', 'rack_b', 'pcie-4gpu-roce', 'pcie_p100'),
+    ]
+    assert all(n['container'] == 'gpuops-demo-' + n['name'] for n in nodes)
+    fault = D.place_fault(nodes, D.fault_from_layout(layout))
+    assert fault == {'node': 'rack_b-a100-1', 'spec': 'ib_port_down:nic=mlx5_2', 'name': 'ib_port_down',
+                     'params': {'nic': 'mlx5_2'}}
+    assert [n['faults'] for n in nodes] == [[], [], ['ib_port_down:nic=mlx5_2'], []]
+
+
+def test_racks_spec_and_profile_prefixes():
+    racks = D.parse_racks('rack_a=h100*2;rack_b=a100-sxm-8gpu-ib,pciex3')
+    assert list(racks.items()) == [('rack_a', [('h100', 2)]), ('rack_b', [('a100-sxm-8gpu-ib', 1), ('pcie', 3)])]
+    nodes = D.build_nodes(D.parse_racks('rack_c=pcie*2,h100'))
+    assert [n['name'] for n in nodes] == ['rack_c-pcie-1', 'rack_c-pcie-2', 'rack_c-h100-1']
+    with pytest.raises(D.DemoError, match='unknown'):
+        D.build_nodes(D.parse_racks('rack_a=b200'))
+    with pytest.raises(D.DemoError, match='rack_<name>'):
+        D.build_nodes(D.parse_racks('racka=h100'))
+    with pytest.raises(D.DemoError):
+        D.parse_racks('rack_a')
+
+
+def test_fault_spec():
+    assert D.parse_fault('none') is None
+    assert D.parse_fault('nvlink_down:gpu=3,links=1,2@rack_a-h100-2') == {
+        'spec': 'nvlink_down:gpu=3,links=1,2', 'node': 'rack_a-h100-2'}
+    assert D.parse_fault('ib_port_down') == {'spec': 'ib_port_down', 'node': None}
+    dummy, nodes = default_setup()
+    assert D.place_fault(nodes, D.parse_fault('gpu_missing'))['node'] == 'rack_b-pcie-1'  # default: last node
+    with pytest.raises(D.DemoError, match='no NVLink'):
+        D.place_fault(nodes, D.parse_fault('nvlink_down@rack_b-pcie-1'))
+    with pytest.raises(D.DemoError, match='unknown fault'):
+        D.place_fault(nodes, D.parse_fault('bogus'))
+
+
+@pytest.mark.parametrize('name', PROFILE_NAMES)
+def test_fault_checks_cover_what_each_fault_breaks(name, tmp_path):
+    """A fault's node fails only checks listed in FAULT_CHECKS (so the demo verdict is right for any fault)."""
+    meta = B.load_yaml(open(os.path.join(profile_path(name), 'profile.yml')).read())
+    assert sorted(D.FAULT_CHECKS) == sorted(F.FAULTS)
+    for fault in sorted(F.FAULTS):
+        tree = B.read_profile(profile_path(name))
+        try:
+            F.FAULTS[fault].apply(tree)
+        except F.FaultError:
+            continue
+        bundle_dir = str(tmp_path / fault)
+        B.write_tree(tree, bundle_dir)
+        failures = check_profile(gather_bundle(bundle_dir), meta['expected_node_class'])
+        assert failures, (name, fault)
+        assert set(f['check'] for f in failures) <= set(D.FAULT_CHECKS[fault]), (name, fault, failures)
+
+
+def report(statuses, failures=None):
+    hosts = []
+    for host, status in statuses.items():
+        pre = {'passed': status != 'held_back', 'failures': (failures or {}).get(host, [])}
+        hosts.append({'host': host, 'status': status, 'pre_check': pre})
+    return {'racks': [{'name': 'rack_x', 'hosts': hosts}]}
+
+
+def test_check_report():
+    dummy, nodes = default_setup()
+    fault = {'node': 'rack_b-a100-1', 'spec': 'ib_port_down:nic=mlx5_2', 'name': 'ib_port_down', 'params': {}}
+    port = {'check': 'nic_port_state', 'subject': 'mlx5_2/1', 'message': 'mlx5_2/1 is DOWN'}
+    good = {'rack_a-h100-1': 'provisioned', 'rack_a-h100-2': 'provisioned', 'rack_b-a100-1': 'held_back',
+            'rack_b-pcie-1': 'validated'}
+    assert D.check_report(report(good, {'rack_b-a100-1': [port]}), nodes, fault) == []
+    assert D.check_report(report(good, {'rack_b-a100-1': []}), nodes, fault) == [
+        'rack_b-a100-1 is held back without a failed check']
+    other = dict(port, check='gpu_count', subject='node', message='expected 8 GPUs, found 7')
+    assert 'does not explain' in D.check_report(report(good, {'rack_b-a100-1': [port, other]}), nodes, fault)[0]
+    assert D.check_report(report(dict(good, **{'rack_a-h100-2': 'failed'}), {'rack_b-a100-1': [port]}), nodes,
+                          fault) == ['rack_a-h100-2 is failed, expected provisioned']
+    assert D.check_report(report(dict(good, **{'rack_b-a100-1': 'provisioned'})), nodes, fault) == [
+        'rack_b-a100-1 (fault ib_port_down:nic=mlx5_2) is provisioned, expected held_back']
+    all_good = dict(good, **{'rack_b-a100-1': 'provisioned'})
+    assert D.check_report(report(all_good), nodes, None) == []
+    missing = dict(all_good)
+    del missing['rack_b-pcie-1']
+    assert D.check_report(report(dict(missing, extra='provisioned')), nodes, None) == [
+        'rack_b-pcie-1 is not in the report', 'unexpected hosts in the report: extra']
+
+
+def test_inventory(tmp_path):
+    layout, nodes = default_setup()
+    D.place_fault(nodes, D.fault_from_layout(layout))
+    inventory = D.write_inventory(nodes, str(tmp_path), '/reports')
+    hosts = yaml.safe_load(open(os.path.join(inventory, 'hosts.yml')))['all']['children']
+    assert list(hosts) == ['rack_a', 'rack_b', 'dgx_h100', 'dgx_a100', 'pcie_p100']
+    assert hosts['rack_b']['hosts']['rack_b-a100-1'] == {
+        'ansible_host': 'gpuops-demo-rack_b-a100-1', 'gpuops_sim_profile': 'a100-sxm-8gpu-ib',
+        'gpuops_sim_faults': ['ib_port_down:nic=mlx5_2']}
+    assert list(hosts['dgx_h100']['hosts']) == ['rack_a-h100-1', 'rack_a-h100-2']
+    all_vars = yaml.safe_load(open(os.path.join(inventory, 'group_vars', 'all.yml')))
+    assert all_vars['ansible_connection'] == 'containers.podman.podman'
+    assert all_vars['gpuops_sysfs_root'] == '/usr/share/gpuops-sim/sys'
+    assert all_vars['gpuops_report_dir'] == '/reports'
+    for name in PROFILE_NAMES:
+        meta = B.load_yaml(open(os.path.join(profile_path(name), 'profile.yml')).read())
+        group = yaml.safe_load(open(os.path.join(inventory, 'group_vars', meta['node_class'] + '.yml')))
+        assert group == {'gpuops_node_class': meta['node_class'],
+                         'gpuops_node_class_profile': meta['expected_node_class']}
+
+
+@pytest.mark.parametrize('before, after', [
+    ('', '[engine]\nruntime = "runc"\n'),
+    ('[engine]\nruntime = "crun"\n', '[engine]\nruntime = "runc"\n'),
+    ('[containers]\nx = 1\n[engine]\ncgroup_manager = "cgroupfs"\n[network]\n',
+     '[containers]\nx = 1\n[engine]\ncgroup_manager = "cgroupfs"\nruntime = "runc"\n[network]\n'),
+    ('[containers]\nx = 1\n', '[containers]\nx = 1\n\n[engine]\nruntime = "runc"\n'),
+])
+def test_set_runc(tmp_path, before, after):
+    path = str(tmp_path / 'etc' / 'containers.conf')
+    if before:
+        os.makedirs(os.path.dirname(path))
+        open(path, 'w').write(before)
+    assert D.set_runc(path) is True
+    assert open(path).read() == after
+    assert D.set_runc(path) is False
