@@ -114,7 +114,7 @@ $(MOLECULE_TARGETS): molecule-%: collection-link images
 
 # ---------------------------------------------------------------- all
 # Prerequisites run in order; make stops at the first one that fails.
-test: lint sanity units molecule
+test: host lint sanity units molecule
 	@echo "== make test: lint, sanity, units and molecule ($(MOLECULE_SCENARIOS)) passed"
 
 clean:
@@ -131,25 +131,29 @@ DEMO_RACKS ?=
 DEMO_FAULT ?=
 DEMO_SUITE ?= bookworm
 DEMO_ANSIBLE_ARGS ?=
-DEMO_APT_PACKAGES := podman runc debootstrap python3 python3-venv ca-certificates tar
+.PHONY: demo host demo-clean
 
-.PHONY: demo demo-host demo-clean
-
-demo: demo-host collection-link
+demo: host collection-link
 	@$(BIN)/python simulator/demo.py up --layout '$(DEMO_LAYOUT)' --racks '$(DEMO_RACKS)' \
 	  --fault '$(DEMO_FAULT)' --suite '$(DEMO_SUITE)' -- $(DEMO_ANSIBLE_ARGS)
 
-demo-host:
+# ---------------------------------------------------------------- host
+# What `make demo` and `make test` need from the machine (as root on Debian/Ubuntu): apt packages when a
+# tool is missing, and podman's runtime set to runc (crun fails on hybrid cgroup hosts).
+HOST_APT_PACKAGES := podman runc debootstrap make rsync git shellcheck util-linux python3 python3-venv ca-certificates tar
+HOST_TOOLS := podman runc debootstrap rsync git shellcheck flock python3
+
+host:
 	@missing=""; \
-	for tool in podman runc debootstrap python3; do command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
+	for tool in $(HOST_TOOLS); do command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
 	if [ ! -x $(BIN)/python ] && ! dpkg -s python3-venv >/dev/null 2>&1; then missing="$$missing python3-venv"; fi; \
 	if [ -n "$$missing" ]; then \
-	  echo "[demo] installing host packages (missing:$$missing): $(DEMO_APT_PACKAGES)"; \
-	  if [ "$$(id -u)" -ne 0 ]; then echo "[demo] apt-get needs root" >&2; exit 1; fi; \
+	  echo "[host] installing packages (missing:$$missing): $(HOST_APT_PACKAGES)"; \
+	  if [ "$$(id -u)" -ne 0 ]; then echo "[host] apt-get needs root" >&2; exit 1; fi; \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -q; \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-upgrade $(DEMO_APT_PACKAGES); \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-upgrade $(HOST_APT_PACKAGES); \
 	else \
-	  echo "[demo] host packages present (podman, runc, debootstrap, python3)"; \
+	  echo "[host] packages present ($(HOST_TOOLS))"; \
 	fi
 	@$(PYTHON) simulator/demo.py host
 
