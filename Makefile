@@ -95,6 +95,22 @@ changelog-lint: venv
 sanity: venv
 	@$(TIMED) sanity bash tests/scripts/sanity.sh
 
+# ---------------------------------------------------------------- build
+# The built collection installs offline (dependencies from the `ansible` package) and documents every module.
+build: venv
+	@echo "== build: ansible-galaxy collection build + offline install + ansible-doc"
+	rm -rf $(BUILD)/dist && mkdir -p $(BUILD)/dist
+	cd $(BUILD)/dist && env -u PYTHONPATH ansible-galaxy collection build --output-path . $(CURDIR)
+	cd $(BUILD)/dist && env -u PYTHONPATH ANSIBLE_COLLECTIONS_PATH=$(BUILD)/dist/installed:$(SITE_PACKAGES) \
+	  ansible-galaxy collection install --offline -p installed gpuops-node-*.tar.gz
+	@cd $(BUILD)/dist && modules=$$(ls $(CURDIR)/plugins/modules/*.py | xargs -n1 basename | sed 's/\.py$$//'); \
+	for m in $$modules; do \
+	  env -u PYTHONPATH ANSIBLE_COLLECTIONS_PATH=$(BUILD)/dist/installed ansible-doc gpuops.node.$$m \
+	    | grep -q "installed/ansible_collections/gpuops/node/plugins/modules/$$m.py" \
+	    || { echo "build: ansible-doc gpuops.node.$$m failed on the installed collection" >&2; exit 1; }; \
+	  echo "   ansible-doc gpuops.node.$$m: ok"; \
+	done
+
 # ---------------------------------------------------------------- units
 # pytest's exit 5 (no tests collected) is a failure here.
 units: collection-link
@@ -114,7 +130,7 @@ $(MOLECULE_TARGETS): molecule-%: collection-link images
 
 # ---------------------------------------------------------------- all
 # Prerequisites run in order; make stops at the first one that fails.
-test: host lint sanity units molecule
+test: host lint build sanity units molecule
 	@echo "== make test: lint, sanity, units and molecule ($(MOLECULE_SCENARIOS)) passed"
 
 clean:
