@@ -29,6 +29,8 @@ OUTPUTS = (
     ('topo', 'nvidia-smi-topo-m.txt', ['topo', '-m'], parse_topo_matrix),
     ('nvlink', 'nvidia-smi-nvlink-s.txt', ['nvlink', '-s'], parse_nvlink_status),
 )
+# failures that mean nvidia-smi cannot talk to the GPUs at all, whatever was asked
+DRIVER_FAILURES = ('driver_not_loaded', 'nvml_mismatch', 'nvml_missing', 'no_devices', 'permission_denied')
 BUNDLE_FILES = dict((part, fname) for part, fname, _args, _parser in OUTPUTS)
 NVSMI_ARGS = dict((part, args) for part, _fname, args, _parser in OUTPUTS)
 
@@ -43,11 +45,11 @@ class BundleSource(object):
     def __init__(self, bundle_dir):
         self.bundle_dir = bundle_dir
 
-    def describe(self, part):
-        return os.path.join(self.bundle_dir, BUNDLE_FILES[part])
+    def label(self, part):
+        return BUNDLE_FILES[part]
 
     def read(self, part):
-        path = self.describe(part)
+        path = os.path.join(self.bundle_dir, BUNDLE_FILES[part])
         if not os.path.isfile(path):
             return None
         with open(path, 'rb') as handle:
@@ -68,8 +70,8 @@ class CommandSource(object):
         self.run_command = run_command
         self.nvidia_smi = nvidia_smi
 
-    def describe(self, part):
-        return ' '.join([self.nvidia_smi] + NVSMI_ARGS[part])
+    def label(self, part):
+        return ' '.join(['nvidia-smi'] + NVSMI_ARGS[part])
 
     def read(self, part):
         if self.nvidia_smi is None:
@@ -111,17 +113,21 @@ def gather(source, sysfs_root):
         'warnings': [],
     }
     parsed = {}
-    for part, fname, _args, parser in OUTPUTS:
+    for part, _fname, _args, parser in OUTPUTS:
         result = source.read(part)
         if result is None:
-            topo['missing'].append(fname)
+            topo['missing'].append(source.label(part))
             continue
         rc, text = result
         failure = classify_nvsmi_failure(rc, text)
         topo['device_errors'].extend(e for e in device_errors(text) if e not in topo['device_errors'])
         if failure is not None:
-            if topo['driver_error'] is None:
-                topo['driver_error'] = failure
+            if part == 'xml' or failure['kind'] in DRIVER_FAILURES:
+                if topo['driver_error'] is None:
+                    topo['driver_error'] = failure
+            else:
+                # e.g. nvlink -s on GPUs whose links are all down: that part is unknown, the driver is fine
+                topo['warnings'].append('%s failed (exit %s): %s' % (source.label(part), rc, failure['message']))
             if failure['kind'] == 'driver_not_loaded':
                 # every other query fails the same way; nothing more to read
                 break

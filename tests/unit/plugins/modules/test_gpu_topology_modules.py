@@ -126,3 +126,33 @@ def test_bundle_dir_reads_files(monkeypatch, capsys, bundle):
     topo = result['ansible_facts']['gpu_topology']
     assert topo['gpus'][0]['name'] == 'Tesla P100-PCIE-16GB'
     assert 'nvidia-smi-topo-m.txt' in topo['missing']
+
+
+def test_a_failing_nvlink_query_does_not_unload_the_driver(monkeypatch, capsys, tmp_path):
+    outputs = dict(A100_OUTPUTS)
+    # transform: nvlink -s fails with an unrecognised message (as with all links inactive)
+    outputs['nvlink -s'] = (3, 'nvsmi-errors/gpu-reset-not-supported-vm-DOCEXAMPLE.txt')
+    result, _rec = run_module(gpu_topology_facts, monkeypatch, capsys, {'sysfs_root': str(tmp_path)}, outputs)
+    topo = result['ansible_facts']['gpu_topology']
+    assert topo['driver_loaded'] is True
+    assert topo['driver_error'] is None
+    assert topo['gpus'][0]['nvlink_active'] is None
+    assert any(w.startswith('nvidia-smi nvlink -s failed (exit 3)') for w in topo['warnings'])
+
+
+def test_missing_binary_is_reported_by_command(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', lambda self, name, required=False, opt_dirs=None: None)
+    with patch_module_args({'sysfs_root': str(tmp_path)}):
+        with pytest.raises(SystemExit):
+            gpu_topology_facts.main()
+    topo = json.loads(capsys.readouterr().out)['ansible_facts']['gpu_topology']
+    assert topo['driver_loaded'] is False
+    assert topo['driver_error']['kind'] == 'nvidia_smi_missing'
+    assert topo['missing'][:3] == ['nvidia-smi -q -x', 'nvidia-smi topo -m', 'nvidia-smi nvlink -s']
+
+
+def test_check_mode_reads_the_same(monkeypatch, capsys, tmp_path):
+    args = {'sysfs_root': str(tmp_path), 'expected': {'mig_mode': 'Enabled'}, '_ansible_check_mode': True}
+    result, recorded = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
+    assert result['passed'] is True and result['changed'] is False
+    assert len(recorded.calls) == 3
