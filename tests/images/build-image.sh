@@ -18,9 +18,15 @@ esac
 image="localhost/gpuops-base:${suite}"
 log() { printf '[build-image %s] %s\n' "$suite" "$*"; }
 
+# The image is labelled with a hash of this script: an image built by another version of it is rebuilt.
+recipe="$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)"
 if [[ "${GPUOPS_IMAGE_REBUILD:-0}" != 1 ]] && podman image exists "$image"; then
-  log "image $image already exists, skipping build"
-  exit 0
+  built="$(podman image inspect --format '{{ index .Config.Labels "gpuops.recipe" }}' "$image" 2>/dev/null || true)"
+  if [[ "$built" == "$recipe" ]]; then
+    log "image $image already exists (recipe $recipe), skipping build"
+    exit 0
+  fi
+  log "image $image was built by another recipe (${built:-none}), rebuilding"
 fi
 
 for tool in debootstrap podman tar; do
@@ -108,5 +114,6 @@ tar --numeric-owner -C "$rootfs" -c . \
       --change 'CMD ["/sbin/init"]' \
       --change 'ENV container=podman' \
       --change 'STOPSIGNAL SIGRTMIN+3' \
+      --change "LABEL gpuops.recipe=$recipe" \
       - "$image" >/dev/null
 log "built $image in $((SECONDS - start))s ($(podman image inspect --format '{{.Size}}' "$image") bytes)"
