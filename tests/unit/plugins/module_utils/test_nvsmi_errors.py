@@ -11,6 +11,7 @@ from real_captures import real_text
 
 @pytest.mark.parametrize('name,rc,kind', [
     ('couldnt-communicate-with-driver-a100-module-not-loaded.txt', 9, 'driver_not_loaded'),
+    ('couldnt-communicate-debian13-550-no-kernel-module-container.txt', 9, 'driver_not_loaded'),
     ('nvml-driver-library-mismatch-470-single-line.txt', 18, 'nvml_mismatch'),
     ('nvml-driver-library-mismatch-580-with-library-version-line.txt', 18, 'nvml_mismatch'),
     ('no-devices-were-found-slurm-no-gres.txt', 6, 'no_devices'),
@@ -24,10 +25,12 @@ def test_whole_tool_failures(name, rc, kind):
     assert failure['message']
 
 
-def test_driver_not_loaded_message_is_the_tools_own():
-    text = real_text('nvsmi-errors/couldnt-communicate-with-driver-a100-module-not-loaded.txt')
-    failure = classify_nvsmi_failure(9, text)
-    assert failure['message'].startswith("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver")
+@pytest.mark.parametrize('name', ['couldnt-communicate-with-driver-a100-module-not-loaded.txt',
+                                  'couldnt-communicate-debian13-550-no-kernel-module-container.txt'])
+def test_driver_not_loaded_message_is_the_tools_own(name):
+    failure = classify_nvsmi_failure(9, real_text('nvsmi-errors/' + name))
+    assert failure['message'] == ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+                                  "Make sure that the latest NVIDIA driver is installed and running.")
 
 
 def test_unknown_failure_uses_exit_code_meaning():
