@@ -17,6 +17,7 @@ _GPU_RE = re.compile(r'^GPU (\d+): (.*?)(?: \(UUID: ([^)]*)\))?\s*$')
 _SPEED_RE = re.compile(r'^Link (\d+): ([0-9.]+) GB/s\s*$')
 _INACTIVE_RE = re.compile(r'^Link (\d+): <inactive>\s*$', re.IGNORECASE)
 _COUNTER_RE = re.compile(r'^Link (\d+): ([A-Za-z][A-Za-z0-9 _-]*?): (\S+)\s*$')
+_ALL_INACTIVE_RE = re.compile(r'^NVML: Unable to retrieve NVLink information as all links are in[Aa]ctive')
 _ELISION_RE = re.compile(r'^(\[\.\.\.\]|\.{3,}|…)$')
 
 
@@ -51,11 +52,15 @@ def parse_nvlink_status(text):
                 'uuid': uuid,
                 'links': [],
                 'counters': {},
+                'all_inactive': False,
             }
             gpus.append(current)
             continue
         if _ELISION_RE.match(line):
             elided = True
+            continue
+        if _ALL_INACTIVE_RE.match(line) and current is not None:
+            current['all_inactive'] = True
             continue
         speed = _SPEED_RE.match(line)
         inactive = _INACTIVE_RE.match(line)

@@ -60,18 +60,20 @@ def _yes_no(value):
 def _uncorrectable(group):
     """Sum of uncorrectable ECC counters in a ``volatile``/``aggregate`` element.
 
-    Ampere and later print ``sram_uncorrectable``/``dram_uncorrectable`` (and
-    ``sram_uncorrectable_parity``/``_secded`` on newer drivers); older GPUs
-    print ``double_bit/total``. Returns None when every counter is N/A.
+    Ampere and later print ``sram_uncorrectable``/``dram_uncorrectable``; newer
+    drivers split the SRAM one into ``sram_uncorrectable_parity`` and
+    ``sram_uncorrectable_secded``; older GPUs print ``double_bit/total``.
+    Returns None when every counter is N/A.
     """
     if group is None:
         return None
     if group.find('double_bit') is not None:
         return _int(_text(group, 'double_bit/total'))
-    tags = [child.tag for child in group]
-    wanted = [t for t in tags if t in ('sram_uncorrectable', 'dram_uncorrectable')]
-    if not wanted:
-        wanted = [t for t in tags if 'uncorrectable' in t]
+    tags = [child.tag for child in group if 'uncorrectable' in child.tag]
+    if 'sram_uncorrectable' in tags:
+        # a total: leave out its parts (sram_uncorrectable_parity, _secded) if a driver prints both
+        tags = [t for t in tags if not t.startswith('sram_uncorrectable_')]
+    wanted = tags
     known = [v for v in (_int(_text(group, t)) for t in wanted) if v is not None]
     if not known:
         return None
@@ -120,6 +122,9 @@ def _gpu(index, elem):
         'mig_mode_pending': _text(elem, 'mig_mode/pending_mig'),
         'mig_devices': len(mig_devices.findall('mig_device')) if mig_devices is not None else 0,
         'compute_mode': _text(elem, 'compute_mode'),
+        'performance_state': _text(elem, 'performance_state'),
+        'gpu_idle': _yes_no(_first_text(elem, ['clocks_event_reasons/clocks_event_reason_gpu_idle',
+                                               'clocks_throttle_reasons/clocks_throttle_reason_gpu_idle'])),
         'ecc_mode': _text(elem, 'ecc_mode/current_ecc'),
         'ecc_mode_pending': _text(elem, 'ecc_mode/pending_ecc'),
         'ecc_uncorrected_volatile': _uncorrectable(ecc.find('volatile') if ecc is not None else None),

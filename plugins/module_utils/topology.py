@@ -60,7 +60,7 @@ class BundleSource(object):
             with open(rc_path) as handle:
                 value = handle.read().strip()
             rc = int(value) if value.lstrip('-').isdigit() else 1
-        return rc, text
+        return rc, text, ''
 
 
 class CommandSource(object):
@@ -77,10 +77,7 @@ class CommandSource(object):
         if self.nvidia_smi is None:
             return None
         rc, out, err = self.run_command([self.nvidia_smi] + NVSMI_ARGS[part])
-        text = out or ''
-        if err:
-            text = text + ('\n' if text and not text.endswith('\n') else '') + err
-        return rc, text
+        return rc, out or '', err or ''
 
 
 def _int_or_none(value):
@@ -118,25 +115,33 @@ def gather(source, sysfs_root):
         if result is None:
             topo['missing'].append(source.label(part))
             continue
-        rc, text = result
-        failure = classify_nvsmi_failure(rc, text)
-        topo['device_errors'].extend(e for e in device_errors(text) if e not in topo['device_errors'])
-        if failure is not None:
-            if part == 'xml' or failure['kind'] in DRIVER_FAILURES:
-                if topo['driver_error'] is None:
-                    topo['driver_error'] = failure
-            else:
-                # e.g. nvlink -s on GPUs whose links are all down: that part is unknown, the driver is fine
+        rc, out, err = result
+        both = out + ('\n' if out and err else '') + err
+        failure = classify_nvsmi_failure(rc, both)
+        topo['device_errors'].extend(e for e in device_errors(both) if e not in topo['device_errors'])
+        if failure is not None and (failure['kind'] in DRIVER_FAILURES or not out.strip()):
+            if topo['driver_error'] is None and (part == 'xml' or failure['kind'] in DRIVER_FAILURES):
+                topo['driver_error'] = failure
+            elif part != 'xml':
                 topo['warnings'].append('%s failed (exit %s): %s' % (source.label(part), rc, failure['message']))
             if failure['kind'] == 'driver_not_loaded':
                 # every other query fails the same way; nothing more to read
                 break
             continue
         try:
-            parsed[part] = parser(_strip_device_errors(text))
+            parsed[part] = parser(_strip_device_errors(out))
         except ParseError as exc:
-            topo['errors'].append(exc.to_dict())
+            if failure is None:
+                topo['errors'].append(exc.to_dict())
+            elif part == 'xml':
+                topo['driver_error'] = topo['driver_error'] or failure
+            else:
+                topo['warnings'].append('%s failed (exit %s): %s' % (source.label(part), rc, failure['message']))
             continue
+        if failure is not None:
+            # a per-GPU failure (GPU lost, one query unsupported): what was printed for the other GPUs is kept
+            topo['warnings'].append('%s exited %s (%s); kept the output it printed'
+                                    % (source.label(part), rc, failure['message']))
         topo['warnings'].extend(parsed[part].get('warnings', []))
 
     xml = parsed.get('xml')
@@ -148,6 +153,7 @@ def gather(source, sysfs_root):
         topo['driver_version'] = xml['driver_version']
         topo['cuda_version'] = xml['cuda_version']
         gpus = xml['gpus']
+        _renumber_around_failed(gpus, topo['device_errors'])
     elif matrix is not None:
         gpus = [{'index': int(name[3:]), 'uuid': None, 'name': None, 'pci_bus_id': None}
                 for name in matrix['gpus']]
@@ -155,8 +161,10 @@ def gather(source, sysfs_root):
         gpus = []
 
     nvlink_by_index = {}
+    nvlink_by_uuid = {}
     if nvlink is not None:
         nvlink_by_index = dict((g['index'], g) for g in nvlink['gpus'])
+        nvlink_by_uuid = dict((g['uuid'], g) for g in nvlink['gpus'] if g['uuid'])
 
     for gpu in gpus:
         label = 'GPU%d' % gpu['index']
@@ -173,7 +181,7 @@ def gather(source, sysfs_root):
                 if pcie.get(key) is None:
                     pcie[key] = pci[key]
         gpu['pcie'] = dict((k, pcie.get(k)) for k in ('gen_current', 'gen_max', 'width_current', 'width_max'))
-        links = nvlink_by_index.get(gpu['index'])
+        links = nvlink_by_uuid.get(gpu.get('uuid')) or nvlink_by_index.get(gpu['index'])
         if links is None:
             gpu['nvlink_active'] = None
             gpu['nvlink_total'] = None
@@ -211,6 +219,24 @@ def gather(source, sysfs_root):
             relation, nics = closest_nics(matrix['matrix'], gpu_name, matrix['nics'])
             topo['gpu_nic_affinity'][gpu_name] = {'relation': relation, 'nics': nics}
     return topo
+
+
+def _renumber_around_failed(gpus, errors):
+    """nvidia-smi keeps the real index of every GPU and skips one whose handle failed.
+
+    ``-q -x`` only lists the GPUs it could read, so after "Unable to determine
+    the device handle for GPU1" the XML's second GPU is GPU2. The new message
+    form names the index; the old one (bus id only) cannot be placed.
+    """
+    failed = set(e['gpu'] for e in errors if e.get('gpu') is not None)
+    if not failed:
+        return
+    index = 0
+    for gpu in gpus:
+        while index in failed:
+            index += 1
+        gpu['index'] = index
+        index += 1
 
 
 def _strip_device_errors(text):

@@ -24,7 +24,7 @@ PROFILE_KEYS = {
     'gpu_count': (_INT, 'number of GPUs'),
     'gpu_model': (_STR, 'glob matched against every GPU name, e.g. "NVIDIA H100*"'),
     'driver_version': (_STR, 'glob matched against the driver version, e.g. "550.*"'),
-    'pcie_gen_min': (_INT, 'lowest acceptable PCIe generation the link trained to (max gen)'),
+    'pcie_gen_min': (_INT, 'lowest acceptable PCIe generation: supported (gen_max), and current when busy'),
     'pcie_width_min': (_INT, 'lowest acceptable current PCIe link width'),
     'nvlink_relation': (_STR, 'topology relation required between every GPU pair, e.g. "NV18"'),
     'nvlink_active_links': (_INT, 'active NVLink links required on every GPU'),
@@ -105,6 +105,11 @@ def check_profile(topology, expected):
     for error in topology.get('errors') or []:
         failures.append(_failure('output_unreadable', error.get('command'), 'readable output',
                                  'line %s' % error.get('line_no'), error.get('message')))
+    for error in topology.get('device_errors') or []:
+        subject = 'GPU%d' % error['gpu'] if error.get('gpu') is not None else error.get('pci_bus_id')
+        failures.append(_failure('gpu_error', subject, 'readable', error.get('reason'),
+                                 'nvidia-smi could not read %s (%s): %s'
+                                 % (subject, error.get('pci_bus_id'), error.get('reason'))))
     if not topology.get('driver_loaded'):
         err = topology.get('driver_error') or {}
         if gpu_keys:
@@ -135,6 +140,12 @@ def _gpu_checks(topology, exp):
                 failures.append(_failure('gpu_model', subject, exp['gpu_model'], name,
                                          '%s is %s, expected %s' % (subject, name, exp['gpu_model'])))
         pcie = gpu.get('pcie') or {}
+        if 'pcie_gen_min' in exp and gpu.get('gpu_idle') is False and pcie.get('gen_current') is not None \
+                and (pcie.get('gen_max') or 0) >= exp['pcie_gen_min'] and pcie['gen_current'] < exp['pcie_gen_min']:
+            # a busy GPU runs its link at the trained speed; an idle one drops it to save power
+            failures.append(_failure('pcie_gen', subject, '>= %s' % exp['pcie_gen_min'], pcie['gen_current'],
+                                     '%s PCIe link runs at generation %s under load, expected at least %s'
+                                     % (subject, pcie['gen_current'], exp['pcie_gen_min'])))
         for key, field, check, what in (('pcie_gen_min', 'gen_max', 'pcie_gen', 'PCIe generation'),
                                         ('pcie_width_min', 'width_current', 'pcie_width', 'PCIe width')):
             if key not in exp:
@@ -173,6 +184,10 @@ def _gpu_checks(topology, exp):
         if exp.get('allow_retired_pages_pending') is False and gpu.get('retired_pages_pending'):
             failures.append(_failure('retired_pages_pending', subject, False, True,
                                      '%s has page retirement pending (reset the GPU)' % subject))
+        if (exp.get('allow_remapped_rows_pending') is False and gpu.get('remapped_rows_pending') is None
+                and gpu.get('retired_pages_pending') is None):
+            failures.append(_not_checked('remapped_rows_pending', subject, False,
+                                         'neither remapped rows nor retired pages are reported for %s' % subject))
         if exp.get('allow_remapped_rows_pending') is False and (gpu.get('remapped_rows_pending')
                                                                 or gpu.get('remapping_failure')):
             what = 'row remapping failed' if gpu.get('remapping_failure') else 'row remapping pending (reset the GPU)'
@@ -255,6 +270,9 @@ def _nic_checks(topology, exp):
     if port_keys and 'sys/class/infiniband' in (topology.get('missing') or []):
         return failures + [_not_checked(_PORT_CHECKS[k], 'node', exp[k], 'sysfs class/infiniband is not available')
                            for k in port_keys]
+    if port_keys and not nics:
+        failures.extend(_not_checked(_PORT_CHECKS[k], 'node', exp[k], 'no NIC matches %s' % (exp.get('nic_names') or '*'))
+                        for k in port_keys)
     for nic in nics:
         if port_keys and not nic.get('ports'):
             failures.append(_not_checked(_PORT_CHECKS[port_keys[0]], nic['name'], exp[port_keys[0]],
@@ -282,6 +300,10 @@ def _nic_checks(topology, exp):
     return failures
 
 
+def _gpu_label(gpu):
+    return 'GPU%d' % gpu['index']
+
+
 def _gpu_key(gpu):
     return gpu.get('uuid') or gpu.get('pci_bus_id') or 'GPU%d' % gpu['index']
 
@@ -293,8 +315,12 @@ def _regression(check, subject, before, after, message):
 def find_regressions(baseline, current):
     """What got worse between the ``baseline`` snapshot and ``current``."""
     regressions = []
-    before_gpus = dict((_gpu_key(g), g) for g in baseline.get('gpus') or [])
-    after_gpus = dict((_gpu_key(g), g) for g in current.get('gpus') or [])
+    key = _gpu_key
+    if not all(g.get('uuid') for g in (baseline.get('gpus') or []) + (current.get('gpus') or [])):
+        # one side has no -q -x output (GPUs from the matrix only): match by index
+        key = _gpu_label
+    before_gpus = dict((key(g), g) for g in baseline.get('gpus') or [])
+    after_gpus = dict((key(g), g) for g in current.get('gpus') or [])
     if baseline.get('driver_loaded') and not current.get('driver_loaded'):
         err = (current.get('driver_error') or {}).get('message', 'driver not loaded')
         for gpu in baseline.get('gpus') or []:
@@ -308,7 +334,8 @@ def find_regressions(baseline, current):
             regressions.append(_regression('gpu_lost', label, old.get('pci_bus_id'), None,
                                            '%s (%s, %s) is gone' % (label, old.get('uuid'), old.get('pci_bus_id'))))
             continue
-        if old.get('nvlink_active') is not None and (new.get('nvlink_active') or 0) < old['nvlink_active']:
+        if old.get('nvlink_active') is not None and new.get('nvlink_active') is not None \
+                and new['nvlink_active'] < old['nvlink_active']:
             regressions.append(_regression('nvlink_lost', label, old['nvlink_active'], new.get('nvlink_active'),
                                            '%s active NVLink links dropped from %d to %s'
                                            % (label, old['nvlink_active'], new.get('nvlink_active'))))

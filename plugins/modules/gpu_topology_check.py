@@ -30,8 +30,9 @@ options:
     description:
       - The node-class profile. Every key is optional; an unknown key is an error.
       - C(gpu_count) (int), C(gpu_model) (glob on every GPU name), C(driver_version) (glob).
-      - C(pcie_gen_min) (int, compared with the trained link generation C(gen_max), since idle GPUs report
-        a lower current generation), C(pcie_width_min) (int, compared with the current width).
+      - C(pcie_gen_min) (int, compared with C(gen_max), the generation GPU and slot support together, and with the
+        current generation when the GPU is busy; idle GPUs lower it to save power), C(pcie_width_min) (int, compared
+        with the current width).
       - C(nvlink_relation) (relation required between every GPU pair, for example C(NV18)),
         C(nvlink_active_links) (int, per GPU).
       - C(persistence_mode), C(ecc_mode), C(mig_mode) (C(Enabled) or C(Disabled)), C(compute_mode) (for example C(Default)).
@@ -99,7 +100,7 @@ passed:
 failures:
   description:
     - Every mismatch with O(expected).
-    - C(check) is one of C(output_unreadable), C(driver_loaded), C(gpu_count), C(gpu_model), C(driver_version),
+    - C(check) is one of C(output_unreadable), C(gpu_error), C(driver_loaded), C(gpu_count), C(gpu_model), C(driver_version),
       C(pcie_gen), C(pcie_width), C(nvlink_relation), C(nvlink_active_links), C(persistence_mode), C(ecc_mode),
       C(mig_mode), C(compute_mode), C(ecc_uncorrected), C(retired_pages_pending), C(remapped_rows_pending),
       C(nic_count), C(nic_port_state), C(nic_link_layer), C(nic_rate), C(gpu_nic_relation), C(numa_balance).

@@ -29,7 +29,8 @@ attributes:
     support: full
     description: Returns the C(gpu_topology) fact.
 notes:
-  - Idle GPUs report a lower current PCIe generation; compare C(pcie.gen_max) for the trained link.
+  - Idle GPUs report a lower current PCIe generation; C(pcie.gen_max) is what GPU and slot support together, and
+    C(gpu_idle) says whether C(pcie.gen_current) can be trusted.
   - NIC names in C(matrix) are the real RDMA device names, resolved through the C(NIC Legend) that newer
     drivers print.
 seealso:
@@ -103,7 +104,8 @@ ansible_facts:
               C(nvlink_total) (null without C(nvlink -s) output), C(persistence_mode), C(mig_mode),
               C(mig_mode_pending), C(mig_devices), C(compute_mode), C(ecc_mode), C(ecc_mode_pending),
               C(ecc_uncorrected_volatile), C(ecc_uncorrected_aggregate), C(retired_pages_pending),
-              C(remapped_rows_uncorrectable), C(remapped_rows_pending), C(remapping_failure).
+              C(remapped_rows_uncorrectable), C(remapped_rows_pending), C(remapping_failure), C(performance_state),
+              C(gpu_idle) (the C(gpu_idle) clocks event reason).
             - Values printed as N/A are null.
           type: list
           elements: dict

@@ -8,10 +8,12 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import copy
+import os
 
 from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
 from ansible_collections.gpuops.node.plugins.module_utils.topology_check import (
     check_profile, find_regressions, validate_profile)
+from real_captures import real_text
 
 H100 = dict(topo='topo/h100-8gpu-12nic-tpgds-aihub0007-numa-off.txt', nvlink='nvlink/h100-nvlink-status-i0.txt',
             ib_tree='ib-sysfs/gpud-sys-class-infiniband-h100.0')
@@ -158,3 +160,86 @@ def test_profile_validation():
     assert any('ecc_mode must be one of Enabled, Disabled' in e for e in errors)
     assert any('gpu_nic_relation_max' in e for e in errors)
     assert validate_profile([]) == ['expected must be a dict (the node-class profile), got list']
+
+
+def write_bundle(path, **files):
+    """A bundle whose files are transforms of real captures (name -> text)."""
+    os.makedirs(path)
+    for name, text in files.items():
+        with open(os.path.join(path, name), 'w') as handle:
+            handle.write(text)
+    return path
+
+
+def a100_xml(gpus=1, transform=None):
+    """Transform: the real A100 -q -x with its <gpu> block repeated ``gpus`` times, then ``transform``."""
+    text = real_text(DGX_A100['xml'])
+    start, end = text.index('    <gpu id='), text.index('</nvidia_smi_log>')
+    block = text[start:end]
+    text = text[:start] + block * gpus + text[end:]
+    return transform(text) if transform else text
+
+
+def test_split_sram_ecc_counters_are_counted(tmp_path):
+    def split(text):
+        # transform: newer drivers print SRAM uncorrectable as parity and SEC-DED counters
+        return text.replace('<sram_uncorrectable>0</sram_uncorrectable>',
+                            '<sram_uncorrectable_parity>3</sram_uncorrectable_parity>'
+                            '<sram_uncorrectable_secded>2</sram_uncorrectable_secded>')
+    topo = gather_bundle(write_bundle(str(tmp_path / 'b'), **{'nvidia-smi-q-x.xml': a100_xml(1, split)}))
+    assert topo['gpus'][0]['ecc_uncorrected_aggregate'] == 5
+    assert checks(check_profile(topo, {'max_ecc_uncorrected': 0})) == ['ecc_uncorrected']
+
+
+def test_gpu_with_a_failed_handle_keeps_the_others_numbered(tmp_path):
+    lost = real_text('nvsmi-errors/unable-to-determine-device-handle-GPU1-then-partial-table-rtxpro6000.txt')
+    first_line = lost.splitlines()[0] + '\n'
+    # transform: the RTX PRO node's error line before a -q -x that lists the GPUs it could read
+    topo = gather_bundle(write_bundle(str(tmp_path / 'b'), **{'nvidia-smi-q-x.xml': first_line + a100_xml(3)}))
+    assert [g['index'] for g in topo['gpus']] == [0, 2, 3]
+    assert topo['device_errors'] == [{'gpu': 1, 'pci_bus_id': '0000:34:00.0', 'reason': 'Unknown Error'}]
+    failures = check_profile(topo, {})
+    assert [(f['check'], f['subject'], f['actual']) for f in failures] == [('gpu_error', 'GPU1', 'Unknown Error')]
+
+
+def test_nvml_all_links_inactive_line_counts_zero_links(tmp_path):
+    text = real_text('nvlink/h100-nvlink-status-i0.txt')
+    # transform: every link line replaced by the NVML message drivers print when all links are down
+    head = text.splitlines()[0]
+    inactive = head + '\n\t NVML: Unable to retrieve NVLink information as all links are inActive\n'
+    topo = gather_bundle(write_bundle(str(tmp_path / 'b'), **{'nvidia-smi-q-x.xml': a100_xml(1),
+                                                             'nvidia-smi-nvlink-s.txt': inactive}))
+    assert topo['gpus'][0]['nvlink_active'] == 0
+    assert checks(check_profile(topo, {'nvlink_active_links': 12})) == ['nvlink_active_links']
+
+
+def test_busy_gpu_with_a_slow_link_fails_pcie_gen(tmp_path):
+    # the A100 capture is not idle (gpu_idle Not Active); transform: its link runs at gen 3 of 4
+    slow = a100_xml(1, lambda t: t.replace('<current_link_gen>4</current_link_gen>', '<current_link_gen>3</current_link_gen>'))
+    topo = gather_bundle(write_bundle(str(tmp_path / 'b'), **{'nvidia-smi-q-x.xml': slow}))
+    assert topo['gpus'][0]['gpu_idle'] is False
+    failures = check_profile(topo, {'pcie_gen_min': 4})
+    assert [(f['check'], f['actual']) for f in failures] == [('pcie_gen', 3)]
+    idle = slow.replace('<clocks_throttle_reason_gpu_idle>Not Active', '<clocks_throttle_reason_gpu_idle>Active')
+    topo = gather_bundle(write_bundle(str(tmp_path / 'idle'), **{'nvidia-smi-q-x.xml': idle}))
+    assert check_profile(topo, {'pcie_gen_min': 4}) == []
+
+
+def test_missing_inputs_are_not_checked_rather_than_passed(bundle):
+    topo = gather_bundle(bundle(**H100))
+    failures = check_profile(topo, {'nic_names': ['mlx5_[0-7]_none'], 'nic_port_state': 'ACTIVE'})
+    assert [(f['check'], f['actual']) for f in failures] == [('nic_port_state', 'not checked')]
+    a100 = gather_bundle(bundle(**DGX_A100))        # MIG mode: remapped rows and retired pages are N/A
+    failures = check_profile(a100, {'allow_remapped_rows_pending': False})
+    assert [(f['check'], f['actual']) for f in failures] == [('remapped_rows_pending', 'not checked')]
+
+
+def test_unreadable_xml_after_a_change_does_not_lose_every_gpu(bundle, tmp_path):
+    before = gather_bundle(bundle(xml='nvsmi-q-xml/a100-sxm4-40gb-mig-netdata.xml',
+                                  topo='topo/a100-2gpu-pcie-2nic-della-i14g20.txt'))
+    after_dir = write_bundle(str(tmp_path / 'after'), **{
+        'nvidia-smi-q-x.xml': '\n'.join(a100_xml(1).splitlines()[:40]),      # transform: truncated output
+        'nvidia-smi-topo-m.txt': real_text('topo/a100-2gpu-pcie-2nic-della-i14g20.txt')})
+    after = gather_bundle(after_dir)
+    assert after['errors'][0]['command'] == 'nvidia-smi -q -x'
+    assert [r for r in find_regressions(before, after) if r['check'] == 'gpu_lost'] == []

@@ -27,6 +27,8 @@ class Recorded(object):
         self.calls.append(list(args))
         key = ' '.join(args[1:])
         rc, rel = self.outputs[key]
+        if callable(rel):           # a transform of a real capture
+            return rc, rel(), ''
         return rc, real_text(rel), ''
 
 
@@ -104,11 +106,18 @@ def test_check_baseline_regressions(monkeypatch, capsys, tmp_path):
     before, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
     assert before['passed'] is True
     outputs = dict(A100_OUTPUTS)
-    outputs['nvlink -s'] = (0, 'nvlink/v100-sxm2-32gb-nvlink-s-2-inactive-links-ELIDED.txt')
+
+    def two_links_down():
+        """Transform: links 3 and 5 of the H100 capture go inactive, as the V100 capture shows them."""
+        text = real_text('nvlink/h100-nvlink-status-i0.txt')
+        for link in (3, 5):
+            text = text.replace('Link %d: 26.562 GB/s' % link, 'Link %d: <inactive>' % link)
+        return text
+    outputs['nvlink -s'] = (0, two_links_down)
     args['baseline'] = before['gpu_topology']
     after, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, outputs)
     assert after['passed'] is False
-    assert [r['check'] for r in after['regressions']] == ['nvlink_lost']
+    assert [(r['check'], r['before'], r['after']) for r in after['regressions']] == [('nvlink_lost', 18, 16)]
 
 
 def test_check_rejects_unknown_profile_keys_before_touching_the_node(monkeypatch, capsys, tmp_path):
