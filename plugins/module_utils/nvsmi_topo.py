@@ -143,6 +143,11 @@ def parse_topo_matrix(text):
         rows[name] = row
         rest = cells[1 + len(devices):]
         if is_gpu(name):
+            if '\t' not in line and len(rest) < len(extras):
+                # a column-aligned copy loses empty cells: the values left cannot be placed for sure
+                warnings.append('%s: line %d: %s has %d affinity cells for %d affinity columns and no tabs; '
+                                'an empty cell was lost, affinity values may be in the wrong column'
+                                % (COMMAND, idx + 1, name, len(rest), len(extras)))
             affinity[name] = _read_affinity(name, rest, extras, idx, line, warnings)
         elif any(c for c in rest):
             warnings.append('%s: line %d: ignored affinity cells on NIC row %s: %r'

@@ -135,3 +135,11 @@ def test_truncated_matrix_is_rejected():
 def test_non_matrix_output_is_rejected(text):
     with pytest.raises(ParseError):
         parse_topo_matrix(text)
+
+
+def test_column_aligned_copy_with_empty_cells_warns():
+    # transform: the della-k17g3 capture with its tabs expanded, as documents paste it
+    text = real_text('topo/h100-8gpu-6nic-princeton-della-k17g3.txt').expandtabs(8)
+    result = parse_topo_matrix(text)
+    assert result['matrix']['GPU0']['mlx5_1'] == 'PIX'
+    assert any('GPU0 has 2 affinity cells for 3 affinity columns and no tabs' in w for w in result['warnings'])
