@@ -18,6 +18,8 @@ import fnmatch
 import hashlib
 import json
 import os
+import subprocess
+import time
 
 import yaml
 
@@ -75,6 +77,21 @@ def test_replaying_nvidia_smi_installed(host):
         '/usr/local/sbin/gpuops-sim regular file root root 755',
     ]
     assert host.file('/usr/bin/nvidia-smi').content_string.startswith('#!/usr/bin/python3\n')
+
+
+def test_node_services_running(host):
+    # the node booted systemd and nothing failed, before and after the rollout
+    cmd = host.run('systemctl is-system-running; systemctl --failed --no-legend --plain')
+    assert cmd.stdout.splitlines() == ['running'], cmd.stdout
+
+
+def test_simulator_state_persists_between_invocations(host):
+    # modes live in /var/lib/gpuops-sim/state.json: a later nvidia-smi reads what an earlier one set
+    cmd = host.run('nvidia-smi -i 7 -c 3 && nvidia-smi -i 7 --query-gpu=compute_mode --format=csv,noheader; '
+                   'nvidia-smi -i 7 -c 0 >/dev/null; nvidia-smi -i 7 --query-gpu=compute_mode --format=csv,noheader')
+    assert cmd.rc == 0, cmd.stderr
+    lines = cmd.stdout.splitlines()
+    assert lines[-2:] == ['Exclusive_Process', 'Default'], lines
 
 
 def test_profile_installed_without_faults(host):
@@ -149,3 +166,22 @@ def test_rack_report_says_provisioned(host):
     assert report['summary']['by_status']['provisioned'] == 1
     for ext in ('.md', '.xml'):
         assert os.path.isfile(REPORT + ext)
+
+
+def test_simulator_state_survives_a_container_restart(host):
+    # runs last: restarts the node. A mode set before the restart is what nvidia-smi reports after it.
+    assert host.run('nvidia-smi -i 6 -c 3').rc == 0
+    subprocess.check_call(['podman', 'restart', host.backend.host], stdout=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    state = ''
+    while time.time() < deadline:
+        probe = subprocess.run(['podman', 'exec', host.backend.host, 'systemctl', 'is-system-running'],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True, check=False)
+        state = probe.stdout.strip()
+        if state in ('running', 'degraded'):
+            break
+        time.sleep(1)
+    assert state == 'running'
+    cmd = host.run('nvidia-smi -i 6 --query-gpu=compute_mode --format=csv,noheader && nvidia-smi -i 6 -c 0')
+    assert cmd.rc == 0, cmd.stderr
+    assert cmd.stdout.splitlines()[0] == 'Exclusive_Process'

@@ -207,8 +207,8 @@ def test_nvml_all_links_inactive_line_counts_zero_links(tmp_path):
     # transform: every link line replaced by the NVML message drivers print when all links are down
     head = text.splitlines()[0]
     inactive = head + '\n\t NVML: Unable to retrieve NVLink information as all links are inActive\n'
-    topo = gather_bundle(write_bundle(str(tmp_path / 'b'), **{'nvidia-smi-q-x.xml': a100_xml(1),
-                                                             'nvidia-smi-nvlink-s.txt': inactive}))
+    files = {'nvidia-smi-q-x.xml': a100_xml(1), 'nvidia-smi-nvlink-s.txt': inactive}
+    topo = gather_bundle(write_bundle(str(tmp_path / 'b'), **files))
     assert topo['gpus'][0]['nvlink_active'] == 0
     assert checks(check_profile(topo, {'nvlink_active_links': 12})) == ['nvlink_active_links']
 
