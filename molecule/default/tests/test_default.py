@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 import time
 
 import yaml
@@ -166,6 +167,23 @@ def test_rack_report_says_provisioned(host):
     assert report['summary']['by_status']['provisioned'] == 1
     for ext in ('.md', '.xml'):
         assert os.path.isfile(REPORT + ext)
+
+
+def test_capture_bundle_reads_back_like_the_node(host):
+    # playbooks/capture.yml turns the node into a bundle; the facts read from the bundle on the controller
+    # are the facts the node gives
+    dest = os.path.join(EPHEMERAL, 'captures')
+    run = subprocess.run(['ansible-playbook', '-i', os.path.join(EPHEMERAL, 'inventory'),
+                          os.path.join(PROJECT, 'playbooks', 'capture.yml'), '-e', 'gpuops_capture_dir=' + dest],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    assert run.returncode == 0, run.stdout[-3000:]
+    sys.path.insert(0, os.path.join(PROJECT, '.build', 'collections'))
+    from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
+    bundle = gather_bundle(os.path.join(dest, host.backend.host))
+    node = _check(host, {})['gpu_topology']
+    assert bundle['missing'] == [] and bundle['errors'] == []
+    for key in ('driver_version', 'gpu_count', 'gpus', 'matrix', 'gpu_nic_affinity', 'nics'):
+        assert bundle[key] == node[key], key
 
 
 def test_simulator_state_survives_a_container_restart(host):
