@@ -13,7 +13,7 @@
 #   nvidia-smi-q-x.xml, nvidia-smi-topo-m.txt, nvidia-smi-nvlink-s.txt
 #       stdout then stderr of the command, as the modules read it live;
 #       <file>.rc holds the exit status when it is not 0
-#   sys/class/infiniband/<hca>/ports/<n>/{state,phys_state,rate,link_layer}
+#   sys/class/infiniband/<hca>/ports/<n>/{state,phys_state,rate,link_layer,counters/<error counters>}
 #   sys/class/infiniband/<hca>/device -> ../../../bus/pci/devices/<address>
 #       (or device/numa_node when the HCA has no PCI address)
 #   sys/bus/pci/devices/<address>/{current_link_speed,current_link_width,max_link_speed,
@@ -93,7 +93,9 @@ for addr in $gpus; do
 done
 gpu_addrs=$pci_addrs
 
-# RDMA devices
+# RDMA devices (and the port error counters health checks read)
+ib_error_counters="link_downed link_error_recovery symbol_error port_rcv_errors port_rcv_remote_physical_errors
+ port_xmit_discards local_link_integrity_errors excessive_buffer_overrun_errors"
 hcas=
 for hca_path in "$sysfs"/class/infiniband/*; do
     [ -d "$hca_path" ] || continue
@@ -104,6 +106,9 @@ for hca_path in "$sysfs"/class/infiniband/*; do
         port=$(basename "$port_path")
         for f in state phys_state rate link_layer; do
             copy_sys "class/infiniband/$hca/ports/$port/$f"
+        done
+        for f in $ib_error_counters; do
+            [ -f "$port_path/counters/$f" ] && copy_sys "class/infiniband/$hca/ports/$port/counters/$f"
         done
     done
     addr=

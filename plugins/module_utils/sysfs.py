@@ -116,12 +116,29 @@ def _natural(name):
     return [int(part) if part.isdigit() else part for part in re.split(r'(\d+)', name)]
 
 
+# Port error counters (ports/<n>/counters/): every one should stay at 0 on a healthy fabric;
+# link_downed > 0 means the link went down since the counters were cleared.
+ERROR_COUNTERS = ('link_downed', 'link_error_recovery', 'symbol_error', 'port_rcv_errors',
+                  'port_rcv_remote_physical_errors', 'port_xmit_discards', 'local_link_integrity_errors',
+                  'excessive_buffer_overrun_errors')
+
+
+def read_counters(port_dir):
+    """The error counters present under ``<port>/counters``, as ints."""
+    counters = {}
+    for name in ERROR_COUNTERS:
+        value = read_value(os.path.join(port_dir, 'counters', name))
+        if value is not None and value.isdigit():
+            counters[name] = int(value)
+    return counters
+
+
 def read_infiniband(sysfs_root):
     """RDMA devices under ``class/infiniband``.
 
     Returns None when the directory does not exist, else a dict with ``nics``
     (``name``, ``numa_node``, ``pci_bus_id``, ``ports``: ``port``, ``state``,
-    ``phys_state``, ``rate_gbps``, ``link_layer``) and ``warnings`` naming
+    ``phys_state``, ``rate_gbps``, ``link_layer``, ``counters``) and ``warnings`` naming
     the files that were absent or unreadable.
     """
     base = os.path.join(sysfs_root, 'class', 'infiniband')
@@ -168,6 +185,7 @@ def read_infiniband(sysfs_root):
                     except ParseError as exc:
                         warnings.append(str(exc))
                         entry[key] = None
+                entry['counters'] = read_counters(pdir)
                 ports.append(entry)
         else:
             warnings.append('sysfs: class/infiniband/%s has no ports directory' % name)

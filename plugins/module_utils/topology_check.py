@@ -40,6 +40,7 @@ PROFILE_KEYS = {
     'nic_port_state': (_STR, 'state every port of the selected NICs must be in, e.g. "ACTIVE"'),
     'nic_link_layer': (_STR, '"InfiniBand" or "Ethernet" for every port of the selected NICs'),
     'nic_rate_min_gbps': (_NUM, 'lowest acceptable port rate in Gb/s'),
+    'nic_link_downed_max': (_INT, 'most link_downed events tolerated per port of the selected NICs'),
     'gpu_nic_relation_max': (_STR, 'worst allowed relation from each GPU to its closest selected NIC'),
     'numa_balance': (_BOOL, 'GPUs must be spread evenly over the NUMA nodes that hold GPUs'),
 }
@@ -250,9 +251,10 @@ def _numa_balance(gpus):
     return []
 
 
-_PORT_FIELDS = {'nic_port_state': 'state', 'nic_link_layer': 'link_layer', 'nic_rate_min_gbps': 'rate_gbps'}
+_PORT_FIELDS = {'nic_port_state': 'state', 'nic_link_layer': 'link_layer', 'nic_rate_min_gbps': 'rate_gbps',
+                'nic_link_downed_max': 'link_downed'}
 _PORT_CHECKS = {'nic_port_state': 'nic_port_state', 'nic_link_layer': 'nic_link_layer',
-                'nic_rate_min_gbps': 'nic_rate'}
+                'nic_rate_min_gbps': 'nic_rate', 'nic_link_downed_max': 'nic_link_downed'}
 
 
 def _nic_checks(topology, exp):
@@ -266,7 +268,7 @@ def _nic_checks(topology, exp):
                                  'expected %d NICs%s, found %d (%s)'
                                  % (exp['nic_count'], ' matching %s' % exp['nic_names'] if exp.get('nic_names') else '',
                                     len(nics), ', '.join(n['name'] for n in nics) or 'none')))
-    port_keys = [k for k in ('nic_port_state', 'nic_link_layer', 'nic_rate_min_gbps') if k in exp]
+    port_keys = [k for k in ('nic_port_state', 'nic_link_layer', 'nic_rate_min_gbps', 'nic_link_downed_max') if k in exp]
     if port_keys and 'sys/class/infiniband' in (topology.get('missing') or []):
         return failures + [_not_checked(_PORT_CHECKS[k], 'node', exp[k], 'sysfs class/infiniband is not available')
                            for k in port_keys]
@@ -281,7 +283,8 @@ def _nic_checks(topology, exp):
             subject = '%s/%s' % (nic['name'], port['port'])
             for key in port_keys:
                 field = _PORT_FIELDS[key]
-                if port.get(field) is None:
+                value = (port.get('counters') or {}).get(field) if field == 'link_downed' else port.get(field)
+                if value is None:
                     failures.append(_not_checked(_PORT_CHECKS[key], subject, exp[key],
                                                  '%s of %s is not in sysfs' % (field, subject)))
             if 'nic_port_state' in exp and port.get('state') not in (None, exp['nic_port_state']):
@@ -291,6 +294,10 @@ def _nic_checks(topology, exp):
             if 'nic_link_layer' in exp and port.get('link_layer') not in (None, exp['nic_link_layer']):
                 message = '%s link layer is %s, expected %s' % (subject, port['link_layer'], exp['nic_link_layer'])
                 failures.append(_failure('nic_link_layer', subject, exp['nic_link_layer'], port['link_layer'], message))
+            downed = (port.get('counters') or {}).get('link_downed')
+            if 'nic_link_downed_max' in exp and downed is not None and downed > exp['nic_link_downed_max']:
+                failures.append(_failure('nic_link_downed', subject, '<= %d' % exp['nic_link_downed_max'], downed,
+                                         '%s link went down %d time(s)' % (subject, downed)))
             if 'nic_rate_min_gbps' in exp:
                 rate = port.get('rate_gbps')
                 if rate is not None and rate < exp['nic_rate_min_gbps']:
@@ -382,4 +389,9 @@ def _nic_regressions(baseline, current):
             elif now is not None and port.get('rate_gbps') and (now.get('rate_gbps') or 0) < port['rate_gbps']:
                 regressions.append(_regression('nic_port_down', subject, port['rate_gbps'], now.get('rate_gbps'),
                                                '%s rate dropped from %s to %s Gb/s' % (subject, port['rate_gbps'], now.get('rate_gbps'))))
+            for name, old in sorted((port.get('counters') or {}).items()):
+                new_value = ((now or {}).get('counters') or {}).get(name)
+                if new_value is not None and new_value > old:
+                    regressions.append(_regression('nic_errors_new', subject, old, new_value,
+                                                   '%s %s rose from %d to %d' % (subject, name, old, new_value)))
     return regressions

@@ -40,7 +40,7 @@ options:
         C(allow_remapped_rows_pending) (bool, also covers a remapping failure).
       - C(nic_names) (list of globs choosing the NICs the NIC checks apply to, default all), C(nic_count),
         C(nic_port_state) (for example C(ACTIVE)), C(nic_link_layer) (C(InfiniBand) or C(Ethernet)),
-        C(nic_rate_min_gbps) (number).
+        C(nic_rate_min_gbps) (number), C(nic_link_downed_max) (int, the ports' C(link_downed) counter).
       - C(gpu_nic_relation_max) (worst allowed relation from each GPU to its closest selected NIC, one of C(PIX),
         C(PXB), C(PHB), C(NODE) or C(SYS)).
       - C(numa_balance) (bool, GPUs spread evenly over the NUMA nodes holding GPUs).
@@ -103,7 +103,8 @@ failures:
     - C(check) is one of C(output_unreadable), C(gpu_error), C(driver_loaded), C(gpu_count), C(gpu_model), C(driver_version),
       C(pcie_gen), C(pcie_width), C(nvlink_relation), C(nvlink_active_links), C(persistence_mode), C(ecc_mode),
       C(mig_mode), C(compute_mode), C(ecc_uncorrected), C(retired_pages_pending), C(remapped_rows_pending),
-      C(nic_count), C(nic_port_state), C(nic_link_layer), C(nic_rate), C(gpu_nic_relation), C(numa_balance).
+      C(nic_count), C(nic_port_state), C(nic_link_layer), C(nic_rate), C(nic_link_downed), C(gpu_nic_relation),
+      C(numa_balance).
   returned: success
   type: list
   elements: dict
@@ -136,8 +137,8 @@ failures:
 regressions:
   description:
     - What got worse since O(baseline); empty without it.
-    - C(check) is one of C(gpu_lost), C(nvlink_lost), C(nic_lost), C(nic_port_down), C(pcie_downtrained),
-      C(ecc_errors_new); C(before) and C(after) are the two values.
+    - C(check) is one of C(gpu_lost), C(nvlink_lost), C(nic_lost), C(nic_port_down), C(nic_errors_new),
+      C(pcie_downtrained), C(ecc_errors_new); C(before) and C(after) are the two values.
   returned: success
   type: list
   elements: dict

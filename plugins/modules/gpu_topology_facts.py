@@ -145,7 +145,8 @@ ansible_facts:
             - RDMA NICs from C(<sysfs_root>/class/infiniband), else the NIC names of the matrix with no ports.
             - Each has C(name), C(numa_node), C(pci_bus_id) and C(ports), a list of C(port), C(state)
               (upper-case word such as C(ACTIVE) or C(DOWN)), C(phys_state) (such as C(LinkUp)),
-              C(rate_gbps) (number) and C(link_layer) (C(InfiniBand) or C(Ethernet)).
+              C(rate_gbps) (number), C(link_layer) (C(InfiniBand) or C(Ethernet)) and C(counters) (the port error
+              counters present in sysfs, such as C(link_downed), C(symbol_error), C(port_rcv_errors)).
           type: list
           elements: dict
           returned: always

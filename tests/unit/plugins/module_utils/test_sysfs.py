@@ -90,3 +90,12 @@ def test_hca_address_from_link_or_uevent(tmp_path):
     nics = read_infiniband(str(tmp_path))['nics']
     assert [(n['name'], n['pci_bus_id'], n['numa_node']) for n in nics] == [
         ('mlx5_0', '0000:18:00.0', 0), ('mlx5_1', '0000:29:00.0', 1)]
+
+
+def test_port_error_counters(tmp_path):
+    extract_ttar(real_path('ib-sysfs/procfs-fixture-mlx4_0-connectx3-2port-qdr.ttar'), str(tmp_path))
+    ports = read_infiniband(str(tmp_path))['nics'][0]['ports']
+    assert ports[0]['counters']['link_downed'] == 0
+    assert ports[0]['counters']['symbol_error'] == 0
+    assert set(ports[0]['counters']) >= {'link_downed', 'link_error_recovery', 'port_rcv_errors',
+                                         'local_link_integrity_errors', 'excessive_buffer_overrun_errors'}

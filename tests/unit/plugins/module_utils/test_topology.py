@@ -13,7 +13,7 @@ import os
 from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
 from ansible_collections.gpuops.node.plugins.module_utils.topology_check import (
     check_profile, find_regressions, validate_profile)
-from real_captures import real_text
+from real_captures import make_bundle, real_text
 
 H100 = dict(topo='topo/h100-8gpu-12nic-tpgds-aihub0007-numa-off.txt', nvlink='nvlink/h100-nvlink-status-i0.txt',
             ib_tree='ib-sysfs/gpud-sys-class-infiniband-h100.0')
@@ -243,3 +243,17 @@ def test_unreadable_xml_after_a_change_does_not_lose_every_gpu(bundle, tmp_path)
     after = gather_bundle(after_dir)
     assert after['errors'][0]['command'] == 'nvidia-smi -q -x'
     assert [r for r in find_regressions(before, after) if r['check'] == 'gpu_lost'] == []
+
+
+def test_link_downed_check_and_new_port_errors(tmp_path):
+    before = gather_bundle(make_bundle(str(tmp_path / 'qdr'), ttar='ib-sysfs/procfs-fixture-mlx4_0-connectx3-2port-qdr.ttar'))
+    assert check_profile(before, {'nic_link_downed_max': 0}) == []
+    after = copy.deepcopy(before)
+    after['nics'][0]['ports'][1]['counters']['link_downed'] = 2     # transform: port 2 flapped twice
+    failures = check_profile(after, {'nic_link_downed_max': 0})
+    assert [(f['check'], f['subject'], f['actual']) for f in failures] == [('nic_link_downed', 'mlx4_0/2', 2)]
+    assert [(r['check'], r['subject'], r['before'], r['after']) for r in find_regressions(before, after)] == [
+        ('nic_errors_new', 'mlx4_0/2', 0, 2)]
+    # the H100 tree has no error counters: the check says so instead of passing
+    h100 = gather_bundle(make_bundle(str(tmp_path / 'h100'), **H100))
+    assert set(f['actual'] for f in check_profile(h100, {'nic_link_downed_max': 0})) == {'not checked'}
