@@ -606,7 +606,31 @@ SYSFS_ARCHIVE_NOTE = (
     '../../../bus/pci/devices/<slot>); the lead\'s tests/unit/conftest.py extract_ttar reads it too')
 
 
+NUMA_CPULIST_NOTE = ('sys/devices/system/node/node<N>/cpulist: the CPU Affinity printed by topo -m for the GPUs '
+                     'on NUMA node <N> (NUMA Affinity); nodes without a GPU are not in the capture and are left out')
+
+
+def numa_cpulists(tree):
+    """Write ``devices/system/node/node<N>/cpulist`` from the GPU rows of the profile's topo -m."""
+    lines = tree[N.TOPO_FILE].decode('utf-8').splitlines()
+    header = [cell.strip() for cell in lines[0].split('\t')]
+    header = [cell for cell in header if cell]
+    devices = header.index('CPU Affinity')
+    nodes = {}
+    for line in lines[1:]:
+        cells = [cell.strip() for cell in line.split('\t')]
+        if not cells[0].startswith('GPU'):
+            continue
+        cpus, numa = cells[1 + devices], cells[2 + devices]
+        if numa.isdigit() and cpus:
+            nodes.setdefault(int(numa), cpus)
+    for node, cpus in sorted(nodes.items()):
+        B.put_text(tree, 'sys/devices/system/node/node%d/cpulist' % node, cpus + '\n')
+
+
 def finish(tree, meta, sources, tables, failure=None):
+    numa_cpulists(tree)
+    meta['derivations'].append(NUMA_CPULIST_NOTE)
     meta['derivations'].append(SYSFS_ARCHIVE_NOTE)
     meta['derived_from'] = sources.entries
     meta.setdefault('faults', [])

@@ -128,6 +128,16 @@ for addr in $pci_addrs; do
     for f in current_link_speed current_link_width max_link_speed max_link_width numa_node vendor device class; do
         copy_sys "bus/pci/devices/$addr/$f"
     done
+    # network interfaces of an HCA (names only)
+    for net in "$sysfs/bus/pci/devices/$addr"/net/*; do
+        [ -e "$net" ] && mkdir -p "$bundle/sys/bus/pci/devices/$addr/net/$(basename "$net")"
+    done
+done
+
+# CPUs of each NUMA node
+for node_path in "$sysfs"/devices/system/node/node*; do
+    [ -d "$node_path" ] || continue
+    copy_sys "devices/system/node/$(basename "$node_path")/cpulist"
 done
 
 driver=$(sed -n '1p' /proc/driver/nvidia/version 2>/dev/null)
@@ -147,7 +157,8 @@ Commands (LC_ALL=C):$commands
   $smi --query-gpu=pci.bus_id --format=csv,noheader   (GPU addresses, plus NVIDIA display/3D PCI functions in sysfs)
 Sysfs root: $sysfs
   class/infiniband/*/ports/*/{state,phys_state,rate,link_layer}, class/infiniband/*/device -> PCI address
-  bus/pci/devices/<address>/{current_link_speed,current_link_width,max_link_speed,max_link_width,numa_node,vendor,device,class}
+  bus/pci/devices/<address>/{current_link_speed,current_link_width,max_link_speed,max_link_width,numa_node,vendor,device,class,net/}
+  devices/system/node/node*/cpulist
 GPU PCI addresses:${gpu_addrs:- none}
 RDMA devices:${hcas:- none}
 Verbatim command output; may hold GPU serial numbers and UUIDs: review before publishing.

@@ -133,6 +133,20 @@ def read_counters(port_dir):
     return counters
 
 
+def read_numa_nodes(sysfs_root):
+    """``{"0": cpulist}`` (node numbers as strings, as in JSON) from ``node*/cpulist``, or None without that directory."""
+    base = os.path.join(sysfs_root, 'devices', 'system', 'node')
+    if not os.path.isdir(base):
+        return None
+    nodes = {}
+    for name in sorted(os.listdir(base), key=_natural):
+        match = re.match(r'^node(\d+)$', name)
+        cpulist = read_value(os.path.join(base, name, 'cpulist')) if match else None
+        if cpulist is not None:
+            nodes[match.group(1)] = cpulist
+    return nodes
+
+
 def read_infiniband(sysfs_root):
     """RDMA devices under ``class/infiniband``.
 
@@ -189,10 +203,12 @@ def read_infiniband(sysfs_root):
                 ports.append(entry)
         else:
             warnings.append('sysfs: class/infiniband/%s has no ports directory' % name)
+        net = os.path.join(device, 'net')
         nics.append({
             'name': name,
             'numa_node': parse_numa_node(read_value(os.path.join(device, 'numa_node'))),
             'pci_bus_id': pci,
+            'netdevs': sorted(os.listdir(net), key=_natural) if os.path.isdir(net) else [],
             'ports': ports,
         })
     return {'nics': nics, 'warnings': warnings}

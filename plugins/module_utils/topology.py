@@ -21,7 +21,7 @@ from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_topo import (
     closest_nics, numa_from_affinity, parse_topo_matrix)
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_xml import parse_nvsmi_xml
 from ansible_collections.gpuops.node.plugins.module_utils.sysfs import (
-    read_infiniband, read_pci_device)
+    read_infiniband, read_numa_nodes, read_pci_device)
 
 # part -> (bundle file name, nvidia-smi arguments, parser)
 OUTPUTS = (
@@ -104,6 +104,7 @@ def gather(source, sysfs_root):
         'matrix': {},
         'gpu_nic_affinity': {},
         'nics': [],
+        'numa_nodes': {},
         'device_errors': [],
         'missing': [],
         'errors': [],
@@ -198,7 +199,8 @@ def gather(source, sysfs_root):
     if ib is None:
         topo['missing'].append('sys/class/infiniband')
         names = matrix['nics'] if matrix is not None else []
-        topo['nics'] = [{'name': n, 'numa_node': None, 'pci_bus_id': None, 'ports': []} for n in names]
+        topo['nics'] = [{'name': n, 'numa_node': None, 'pci_bus_id': None, 'netdevs': [], 'ports': []}
+                        for n in names]
     else:
         topo['warnings'].extend(ib['warnings'])
         topo['nics'] = ib['nics']
@@ -213,6 +215,12 @@ def gather(source, sysfs_root):
             pci = read_pci_device(sysfs_root, nic['pci_bus_id'])
             if pci is not None:
                 nic['numa_node'] = pci['numa_node']
+
+    numa_nodes = read_numa_nodes(sysfs_root) if sysfs_root else None
+    if numa_nodes is None:
+        topo['missing'].append('sys/devices/system/node')
+    else:
+        topo['numa_nodes'] = numa_nodes
 
     if matrix is not None and matrix['nics']:
         for gpu_name in matrix['gpus']:

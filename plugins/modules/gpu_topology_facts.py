@@ -143,7 +143,8 @@ ansible_facts:
         nics:
           description:
             - RDMA NICs from C(<sysfs_root>/class/infiniband), else the NIC names of the matrix with no ports.
-            - Each has C(name), C(numa_node), C(pci_bus_id) and C(ports), a list of C(port), C(state)
+            - Each has C(name), C(numa_node), C(pci_bus_id), C(netdevs) (the HCA's network interfaces) and C(ports), a
+              list of C(port), C(state)
               (upper-case word such as C(ACTIVE) or C(DOWN)), C(phys_state) (such as C(LinkUp)),
               C(rate_gbps) (number), C(link_layer) (C(InfiniBand) or C(Ethernet)) and C(counters) (the port error
               counters present in sysfs, such as C(link_downed), C(symbol_error), C(port_rcv_errors)).
@@ -155,6 +156,11 @@ ansible_facts:
               numa_node: 0
               pci_bus_id: "0000:18:00.0"
               ports: [{port: 1, state: ACTIVE, phys_state: LinkUp, rate_gbps: 400, link_layer: InfiniBand}]
+        numa_nodes:
+          description: NUMA node number (a string, as JSON keys are) to its CPU list, from C(<sysfs_root>/devices/system/node/node*/cpulist).
+          type: dict
+          returned: always
+          sample: {"0": "0-47,96-143", "1": "48-95,144-191"}
         device_errors:
           description: Per-GPU errors nvidia-smi printed before its output (GPU lost, unknown error).
           type: list

@@ -8,7 +8,8 @@ import pytest
 
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
 from ansible_collections.gpuops.node.plugins.module_utils.sysfs import (
-    parse_link_speed, parse_port_state, parse_rate, read_infiniband, read_pci_device, sysfs_pci_address)
+    parse_link_speed, parse_port_state, parse_rate, read_infiniband, read_numa_nodes, read_pci_device,
+    sysfs_pci_address)
 from real_captures import extract_ttar, real_path
 import shutil
 
@@ -99,3 +100,16 @@ def test_port_error_counters(tmp_path):
     assert ports[0]['counters']['symbol_error'] == 0
     assert set(ports[0]['counters']) >= {'link_downed', 'link_error_recovery', 'port_rcv_errors',
                                          'local_link_integrity_errors', 'excessive_buffer_overrun_errors'}
+
+
+def test_numa_cpulists_and_netdevs(tmp_path):
+    for node, cpus in ((0, '0-47,96-143\n'), (1, '48-95,144-191\n')):
+        path = tmp_path / 'devices' / 'system' / 'node' / ('node%d' % node)
+        path.mkdir(parents=True)
+        (path / 'cpulist').write_text(cpus)
+    (tmp_path / 'devices' / 'system' / 'node' / 'possible').write_text('0-1\n')
+    assert read_numa_nodes(str(tmp_path)) == {'0': '0-47,96-143', '1': '48-95,144-191'}
+    device = tmp_path / 'class' / 'infiniband' / 'mlx5_0' / 'device'
+    (device / 'net' / 'ibp24s0').mkdir(parents=True)
+    assert read_infiniband(str(tmp_path))['nics'][0]['netdevs'] == ['ibp24s0']
+    assert read_numa_nodes(str(tmp_path / 'nothing')) is None

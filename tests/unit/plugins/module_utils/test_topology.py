@@ -50,7 +50,7 @@ def test_h100_matrix_bundle(bundle):
     topo = gather_bundle(bundle(**H100))
     assert topo['driver_loaded'] is True
     assert topo['gpu_count'] == 8
-    assert topo['missing'] == ['nvidia-smi-q-x.xml']
+    assert topo['missing'] == ['nvidia-smi-q-x.xml', 'sys/devices/system/node']
     assert topo['gpu_nic_affinity']['GPU3'] == {'relation': 'PIX', 'nics': ['mlx5_5']}
     assert topo['gpu_nic_affinity']['GPU0'] == {'relation': 'PIX', 'nics': ['mlx5_0']}
     assert topo['gpus'][0]['nvlink_active'] == 18
@@ -68,7 +68,7 @@ def test_dgx_a100_profile_pass_and_fail(bundle):
     assert topo['gpu_count'] == 1          # the XML capture holds one GPU; the matrix eight
     assert topo['gpus'][0]['numa_node'] == 3
     assert topo['gpus'][0]['cpu_affinity'] == '48-63,176-191'
-    assert topo['missing'] == ['nvidia-smi-nvlink-s.txt', 'sys/class/infiniband', 'sys']
+    assert topo['missing'] == ['nvidia-smi-nvlink-s.txt', 'sys/class/infiniband', 'sys/devices/system/node', 'sys']
     assert [n['name'] for n in topo['nics']][:2] == ['mlx5_0', 'mlx5_1']
     good = {'gpu_model': 'NVIDIA A100*', 'driver_version': '510.*', 'pcie_gen_min': 4, 'pcie_width_min': 16,
             'nvlink_relation': 'NV12', 'ecc_mode': 'Enabled', 'compute_mode': 'Default',

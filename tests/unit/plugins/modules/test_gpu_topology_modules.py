@@ -61,7 +61,7 @@ def test_facts_runs_the_three_commands(monkeypatch, capsys, tmp_path):
     assert topo['gpus'][0]['name'] == 'NVIDIA A100-SXM4-40GB'
     assert topo['gpus'][0]['nvlink_active'] == 18
     assert topo['matrix']['GPU0']['mlx5_1'] == 'PXB'
-    assert topo['missing'] == ['sys/class/infiniband']
+    assert topo['missing'] == ['sys/class/infiniband', 'sys/devices/system/node']
 
 
 def test_facts_driver_not_loaded_does_not_fail(monkeypatch, capsys, tmp_path):
