@@ -350,23 +350,22 @@ def render_markdown(report):
             lines += [u'Error: %s' % _cell(rec['error']), u'']
         for label, check in ((u'Pre-check', rec['pre_check']), (u'Post-check', rec['post_check'])):
             if check and check['failures']:
-                lines += [u'%s failures:' % label, u'']
-                lines.append(_row([u'Check', u'Subject', u'Expected', u'Actual', u'Message']))
-                lines.append(_row([u'---'] * 5))
-                for f in check['failures']:
-                    lines.append(_row([_cell(f['check']), _cell(f['subject']), _cell(f['expected'], True),
-                                       _cell(f['actual'], True), _cell(f['message'])]))
-                lines.append(u'')
+                lines += _findings(u'%s failures:' % label, (u'Expected', u'Actual'), ('expected', 'actual'),
+                                   check['failures'])
         post = rec['post_check']
         if post and post['regressions']:
-            lines += [u'Regressions against the pre-change snapshot:', u'']
-            lines.append(_row([u'Check', u'Subject', u'Before', u'After', u'Message']))
-            lines.append(_row([u'---'] * 5))
-            for r in post['regressions']:
-                lines.append(_row([_cell(r['check']), _cell(r['subject']), _cell(r['before'], True),
-                                   _cell(r['after'], True), _cell(r['message'])]))
-            lines.append(u'')
+            lines += _findings(u'Regressions against the pre-change snapshot:', (u'Before', u'After'),
+                               ('before', 'after'), post['regressions'])
     return u'\n'.join(lines).rstrip(u'\n') + u'\n'
+
+
+def _findings(title, headers, keys, items):
+    """A Markdown table of failures or regressions: check, subject, the two values, message."""
+    lines = [title, u'', _row([u'Check', u'Subject', headers[0], headers[1], u'Message']), _row([u'---'] * 5)]
+    for item in items:
+        lines.append(_row([_cell(item['check']), _cell(item['subject']), _cell(item[keys[0]], True),
+                           _cell(item[keys[1]], True), _cell(item['message'])]))
+    return lines + [u'']
 
 
 def _has_details(record):
