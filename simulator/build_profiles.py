@@ -603,7 +603,7 @@ SYSFS_ARCHIVE_NOTE = (
     'the sysfs tree is committed as sys.ttar (prometheus/procfs ttar text archive; the collection may not hold '
     "':' in file names nor directory symlinks); simulator.bundle.read_profile, faults.py and install_node.py "
     'unpack it to <bundle>/sys with the kernel\'s links (class/infiniband/<hca>/device -> '
-    '../../../bus/pci/devices/<slot>); the lead\'s tests/unit/conftest.py extract_ttar reads it too')
+    '../../../bus/pci/devices/<slot>); tests/unit/real_captures.py extract_ttar reads it too')
 
 
 NUMA_CPULIST_NOTE = ('sys/devices/system/node/node<N>/cpulist: the CPU Affinity printed by topo -m for the GPUs '

@@ -20,7 +20,7 @@ NVIDIA_SMI = os.path.join(REPO, 'simulator', 'nvidia_smi.py')
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-# The lead's parsers import themselves as ansible_collections.gpuops.node...
+# The collection's parsers import themselves as ansible_collections.gpuops.node...
 _COLLECTIONS = os.path.join(REPO, '.build', 'collections')
 _LINK = os.path.join(_COLLECTIONS, 'ansible_collections', 'gpuops', 'node')
 if not os.path.lexists(_LINK):

@@ -62,7 +62,7 @@ def test_profile_yml(name):
 
 
 @pytest.mark.parametrize('name', PROFILE_NAMES)
-def test_lead_gatherer_reads_each_profile_cleanly(name, tmp_path):
+def test_collection_gatherer_reads_each_profile_cleanly(name, tmp_path):
     meta = B.load_yaml(open(os.path.join(profile_path(name), 'profile.yml')).read())
     bundle_dir = str(tmp_path / 'bundle')
     B.write_tree(B.read_profile(profile_path(name)), bundle_dir)
@@ -193,7 +193,7 @@ def test_committed_profiles_are_sanity_clean():
         assert not any(isinstance(v, B.Link) or ':' in rel for rel, v in tree.items())
 
 
-def test_ttar_round_trip_and_lead_extractor(tmp_path):
+def test_ttar_round_trip_and_test_extractor(tmp_path):
     from real_captures import extract_ttar
     tree = B.read_profile(profile_path('a100-sxm-8gpu-ib'))
     sys_tree = dict((rel[4:], v) for rel, v in tree.items() if rel.startswith('sys/'))

@@ -2,7 +2,7 @@
 # Copyright: gpuops.node contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Each fault changes exactly what it says, and the lead's gatherer sees it."""
+"""Each fault changes exactly what it says, and the collection's gatherer sees it."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type

@@ -50,7 +50,7 @@ def test_nvlink_status_single_gpu_is_the_real_capture_shape(node):
     assert out == real.replace(real_uuid, ours)
 
 
-def test_xml_reads_back_through_the_lead_parser(node):
+def test_xml_reads_back_through_the_collection_parser(node):
     n = node()
     parsed = parse_nvsmi_xml(n.run('-q', '-x').out)
     assert parsed['driver_version'] == '545.23.08' and parsed['attached_gpus'] == 8
