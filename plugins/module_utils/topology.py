@@ -120,11 +120,13 @@ def gather(source, sysfs_root):
         both = out + ('\n' if out and err else '') + err
         failure = classify_nvsmi_failure(rc, both)
         topo['device_errors'].extend(e for e in device_errors(both) if e not in topo['device_errors'])
+        if failure is not None:
+            failed = '%s failed (exit %s): %s' % (source.label(part), rc, failure['message'])
         if failure is not None and (failure['kind'] in DRIVER_FAILURES or not out.strip()):
             if topo['driver_error'] is None and (part == 'xml' or failure['kind'] in DRIVER_FAILURES):
                 topo['driver_error'] = failure
             elif part != 'xml':
-                topo['warnings'].append('%s failed (exit %s): %s' % (source.label(part), rc, failure['message']))
+                topo['warnings'].append(failed)
             if failure['kind'] == 'driver_not_loaded':
                 # every other query fails the same way; nothing more to read
                 break
@@ -137,7 +139,7 @@ def gather(source, sysfs_root):
             elif part == 'xml':
                 topo['driver_error'] = topo['driver_error'] or failure
             else:
-                topo['warnings'].append('%s failed (exit %s): %s' % (source.label(part), rc, failure['message']))
+                topo['warnings'].append(failed)
             continue
         if failure is not None:
             # a per-GPU failure (GPU lost, one query unsupported): what was printed for the other GPUs is kept

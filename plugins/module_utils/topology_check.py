@@ -11,7 +11,7 @@ import fnmatch
 import re
 
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_topo import (
-    PCIE_RELATION_RANK, closest_nics)
+    PCIE_RELATION_RANK, closest_nics, is_gpu)
 
 _INT = 'int'
 _BOOL = 'bool'
@@ -202,9 +202,14 @@ def _gpu_checks(topology, exp):
     return failures
 
 
+def _matrix_gpus(matrix):
+    """GPU rows of the topo -m matrix, GPU0 first."""
+    return sorted((n for n in matrix if is_gpu(n)), key=lambda n: int(n[3:]))
+
+
 def _nvlink_pairs(topology, wanted):
     matrix = topology.get('matrix') or {}
-    gpus = sorted((n for n in matrix if re.match(r'^GPU\d+$', n)), key=lambda n: int(n[3:]))
+    gpus = _matrix_gpus(matrix)
     if not gpus:
         return [_not_checked('nvlink_relation', 'node', wanted, 'no nvidia-smi topo -m output')]
     failures = []
@@ -220,9 +225,9 @@ def _nvlink_pairs(topology, wanted):
 def _gpu_nic(topology, exp):
     matrix = topology.get('matrix') or {}
     limit = exp['gpu_nic_relation_max']
-    gpus = sorted((n for n in matrix if re.match(r'^GPU\d+$', n)), key=lambda n: int(n[3:]))
+    gpus = _matrix_gpus(matrix)
     patterns = exp.get('nic_names') or ['*']
-    in_matrix = [n for n in matrix.get(gpus[0], {}) if not re.match(r'^GPU\d+$', n)
+    in_matrix = [n for n in matrix.get(gpus[0], {}) if not is_gpu(n)
                  and any(fnmatch.fnmatchcase(n, p) for p in patterns)] if gpus else []
     if not gpus or not in_matrix:
         return [_not_checked('gpu_nic_relation', 'node', '<= %s' % limit,
@@ -312,7 +317,7 @@ def _gpu_label(gpu):
 
 
 def _gpu_key(gpu):
-    return gpu.get('uuid') or gpu.get('pci_bus_id') or 'GPU%d' % gpu['index']
+    return gpu.get('uuid') or gpu.get('pci_bus_id') or _gpu_label(gpu)
 
 
 def _regression(check, subject, before, after, message):
