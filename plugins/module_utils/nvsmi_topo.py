@@ -8,8 +8,9 @@ Handles every layout seen on real machines: tab or space separated cells, with
 or without the header's leading tab, indented pastes, NICs named directly
 (``mlx5_0``) or as ``NICn`` resolved through the ``NIC Legend``, optional
 ``CPU Affinity`` / ``NUMA Affinity`` / ``GPU NUMA ID`` columns, empty cells,
-rows that carry one more field than the header, old ``SOC`` relations and
-GPUs without NICs.
+rows that carry one more field than the header, old ``SOC`` relations,
+GPUs without NICs, a byte-order mark and the terminal underline codes recent
+drivers print around the header line (``\\t\\x1b[4mGPU0 ... GPU NUMA ID\\x1b[0m``).
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -18,6 +19,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
+from ansible_collections.gpuops.node.plugins.module_utils.rawtext import bounded, clean
 
 COMMAND = 'nvidia-smi topo -m'
 
@@ -73,6 +75,7 @@ def parse_topo_matrix(text):
 
     Raises ParseError naming the line when the matrix cannot be read.
     """
+    text = clean(text)
     if text is None or not text.strip():
         raise ParseError(COMMAND, 'output is empty')
     lines = text.splitlines()
@@ -203,7 +206,7 @@ def parse_topo_matrix(text):
         'matrix': matrix,
         'affinity': affinity,
         'nic_legend': legend,
-        'warnings': warnings,
+        'warnings': bounded(warnings, COMMAND),
     }
 
 

@@ -11,6 +11,7 @@ from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseErr
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_topo import (
     closest_nics, parse_topo_matrix)
 from real_captures import REAL, real_text
+from transforms import underline_topo_header, with_bom
 
 ALL = sorted(os.path.basename(p) for p in glob.glob(os.path.join(REAL, 'topo', '*.txt')))
 GOOD = [n for n in ALL if 'CORRUPTED' not in n]
@@ -143,3 +144,12 @@ def test_column_aligned_copy_with_empty_cells_warns():
     result = parse_topo_matrix(text)
     assert result['matrix']['GPU0']['mlx5_1'] == 'PIX'
     assert any('GPU0 has 2 affinity cells for 3 affinity columns and no tabs' in w for w in result['warnings'])
+
+
+@pytest.mark.parametrize('name', GOOD)
+def test_underlined_header_of_recent_drivers_reads_like_the_web_copy(name):
+    text = real_text('topo/' + name)
+    if not any(l.strip().startswith('GPU0') for l in text.splitlines()):
+        pytest.skip('no GPU0 header line')
+    assert parse_topo_matrix(underline_topo_header(text)) == parse_topo_matrix(text)
+    assert parse_topo_matrix(with_bom(text)) == parse_topo_matrix(text)
