@@ -23,6 +23,8 @@ EXIT_CODES = {
     14: 'infoROM is corrupted',
     15: 'a GPU has fallen off the bus or is otherwise inaccessible',
     255: 'other error or internal driver error',
+    # not nvidia-smi's own: the status timeout(1) gives a command it stopped (capture bundles record it)
+    124: 'timed out',
 }
 
 _PATTERNS = (
@@ -35,7 +37,7 @@ _PATTERNS = (
     ('permission_denied', re.compile(r'Insufficient Permissions', re.IGNORECASE)),
 )
 _RC_KINDS = {9: 'driver_not_loaded', 12: 'nvml_missing', 15: 'gpu_lost', 4: 'permission_denied',
-             2: 'invalid_argument', 14: 'inforom_corrupt', 8: 'power_cables'}
+             2: 'invalid_argument', 14: 'inforom_corrupt', 8: 'power_cables', 124: 'timeout'}
 
 # "Unable to determine the device handle for GPU 0000:05:00.0: GPU is lost. ..." (old)
 # "Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error" (new)
@@ -44,28 +46,38 @@ _HANDLE_RE = re.compile(
     r'[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*:\s*(.*?)\s*$')
 
 
-def classify_nvsmi_failure(rc, text):
-    """Classify a failed nvidia-smi run.
+# Whole-output failure forms: nvidia-smi printed one of these instead of its output. With exit status 0 only
+# these count, and only as the first line: a word inside a good output (a GB200 -q -x holds
+# <power_smoothing>Insufficient Permissions</power_smoothing>) is a value, not a failure.
+_WHOLE_OUTPUT_RE = re.compile(r'^(NVIDIA-SMI has failed|Failed to initialize NVML|No devices were found|'
+                              r"NVML Shared Library Not Found|couldn't find libnvidia-ml)", re.IGNORECASE)
 
-    Returns None when ``rc`` is 0 and the output carries no whole-tool error,
-    else ``{kind, message, rc}`` where ``message`` is the tool's own first
-    meaningful line (or the documented meaning of the exit code).
+
+def classify_nvsmi_failure(rc, text):
+    """Classify a failed nvidia-smi run from its exit status and whole-output form.
+
+    Returns None when ``rc`` is 0 and the first meaningful line of ``text`` is
+    not one of nvidia-smi's whole-output failure messages (per-GPU error lines
+    before a partial table are reported by ``device_errors``), else ``{kind,
+    message, rc}``: ``message`` is the tool's own failure line (or the
+    documented meaning of the exit code when it printed nothing).
     """
     text = text or ''
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    if rc == 0 and not (lines and _WHOLE_OUTPUT_RE.match(lines[0])):
+        return None
     kind = None
     for name, pattern in _PATTERNS:
         if pattern.search(text):
             kind = name
             break
-    if rc == 0 and kind in (None, 'gpu_lost'):
-        # per-GPU errors before a partial table: reported by device_errors()
+    if rc == 0 and kind == 'gpu_lost':
         return None
-    if kind is None:
+    if kind is None or (kind == 'permission_denied' and rc not in (0, 4)):
         kind = _RC_KINDS.get(rc, 'unknown')
-    lines = [l.strip() for l in text.splitlines() if l.strip()]
     message = lines[0] if lines else EXIT_CODES.get(rc, 'nvidia-smi failed with exit code %s' % rc)
     for line in lines:
-        if 'NVIDIA-SMI has failed' in line or 'Failed to initialize NVML' in line or 'No devices' in line:
+        if _WHOLE_OUTPUT_RE.match(line):
             message = line
             break
     return {'kind': kind, 'message': message, 'rc': rc}

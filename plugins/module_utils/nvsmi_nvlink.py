@@ -10,6 +10,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
+from ansible_collections.gpuops.node.plugins.module_utils.rawtext import clean
 
 COMMAND = 'nvidia-smi nvlink -s'
 
@@ -27,17 +28,22 @@ def parse_nvlink_status(text):
     Returns ``gpus``: a list of ``{index, name, uuid, links: [{link, active,
     speed_gbps}], counters: {link: {name: value}}}``, ``elided`` (True when the
     output was cut with ``[...]`` or ``...``, so link lists may be incomplete)
-    and ``warnings`` naming every line that was not read. A GPU without NVLink
-    has an empty ``links`` list. Raises ParseError when link lines appear
-    before any GPU line or the output has no GPU at all.
+    and ``warnings``. A GPU without NVLink has an empty ``links`` list.
+
+    Like ``topo -m``, damaged output is never read as fewer links: ParseError
+    names the line when a line is not a GPU, link or counter line, when link
+    numbers skip or repeat, when GPU numbers do not increase, when the output
+    has no GPU at all, or when it ends before the last GPU listed as many links
+    as an earlier GPU of the same model (a cut output without an elision mark).
     """
+    text = clean(text)
     if text is None or not text.strip():
         return {'gpus': [], 'elided': False, 'warnings': []}
     gpus = []
     current = None
     elided = False
-    warnings = []
-    for idx, raw in enumerate(text.splitlines()):
+    lines = text.splitlines()
+    for idx, raw in enumerate(lines):
         line = raw.strip()
         if not line:
             continue
@@ -46,13 +52,17 @@ def parse_nvlink_status(text):
             uuid = match.group(3)
             if uuid in (None, '...'):
                 uuid = None
+            index = int(match.group(1))
+            if gpus and index <= gpus[-1]['index']:
+                raise ParseError(COMMAND, 'GPU %d follows GPU %d' % (index, gpus[-1]['index']), idx + 1, raw)
             current = {
-                'index': int(match.group(1)),
+                'index': index,
                 'name': match.group(2).strip(),
                 'uuid': uuid,
                 'links': [],
                 'counters': {},
                 'all_inactive': False,
+                'line_no': idx + 1,
             }
             gpus.append(current)
             continue
@@ -65,23 +75,45 @@ def parse_nvlink_status(text):
         speed = _SPEED_RE.match(line)
         inactive = _INACTIVE_RE.match(line)
         counter = _COUNTER_RE.match(line)
-        if (speed or inactive or counter) and current is None:
+        if not (speed or inactive or counter):
+            raise ParseError(COMMAND, 'not a GPU, link or counter line', idx + 1, raw)
+        if current is None:
             raise ParseError(COMMAND, 'link line before any GPU line', idx + 1, raw)
-        if speed:
-            current['links'].append({'link': int(speed.group(1)), 'active': True,
-                                     'speed_gbps': float(speed.group(2))})
-        elif inactive:
-            current['links'].append({'link': int(inactive.group(1)), 'active': False,
-                                     'speed_gbps': None})
-        elif counter:
+        if counter and not (speed or inactive):
             value = counter.group(3)
             current['counters'].setdefault(int(counter.group(1)), {})[counter.group(2)] = (
                 int(value) if value.isdigit() else value)
-        else:
-            warnings.append('%s: line %d: not a link status line, skipped: %r' % (COMMAND, idx + 1, line))
+            continue
+        number = int((speed or inactive).group(1))
+        expected = len(current['links'])
+        if number != expected and not (elided and number > expected):
+            raise ParseError(COMMAND, 'GPU %d: link %d where link %d was expected (a line is missing or repeated)'
+                             % (current['index'], number, expected), idx + 1, raw)
+        current['links'].append({'link': number, 'active': bool(speed),
+                                 'speed_gbps': float(speed.group(2)) if speed else None})
     if not gpus:
-        first = next((l for l in text.splitlines() if l.strip()), '')
+        first = next((l for l in lines if l.strip()), '')
         raise ParseError(COMMAND, 'no GPU line found', 1, first)
+    warnings = []
     if elided:
         warnings.append('%s: output was elided ([...] or ...); link lists may be incomplete' % COMMAND)
+    else:
+        _check_not_cut(gpus, lines)
+    for gpu in gpus:
+        del gpu['line_no']
     return {'gpus': gpus, 'elided': elided, 'warnings': warnings}
+
+
+def _check_not_cut(gpus, lines):
+    """The last GPU lists as many links as every earlier GPU of its model, unless the output was elided."""
+    last = gpus[-1]
+    if last['counters'] or last['all_inactive']:
+        return
+    peers = [len(g['links']) for g in gpus[:-1] if g['name'] == last['name'] and not g['all_inactive']]
+    if peers and len(last['links']) < max(peers):
+        line_no = len(lines)
+        while line_no > 1 and not lines[line_no - 1].strip():
+            line_no -= 1
+        raise ParseError(COMMAND, 'output ends after %d link(s) of GPU %d while GPU %d lists %d: truncated'
+                         % (len(last['links']), last['index'], gpus[peers.index(max(peers))]['index'], max(peers)),
+                         line_no, lines[line_no - 1])

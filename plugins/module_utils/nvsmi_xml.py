@@ -14,10 +14,17 @@ from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseErr
 
 COMMAND = 'nvidia-smi -q -x'
 
-_NA = ('N/A', '', '[N/A]', '[Not Supported]', 'Not Supported', '[Unknown Error]')
+# printed where a value does not apply or is not supported: null in the facts
+_NA = ('N/A', '', '[N/A]', '[Not Supported]', 'Not Supported')
+# printed where a value exists but could not be read (NVML error): null, and listed in the GPU's ``unreadable``
+_ERROR_RE = re.compile(r'^\[.*\]$|^Unknown Error$|^GPU requires reset$', re.IGNORECASE)
 
 
-def _text(elem, path):
+def _text(elem, path, unreadable=None):
+    """Text of ``path`` under ``elem``; None when absent, N/A or an error such as ``[Unknown Error]``.
+
+    An error value is appended to ``unreadable`` as ``path: value`` when a list is given.
+    """
     if elem is None:
         return None
     node = elem.find(path)
@@ -25,6 +32,10 @@ def _text(elem, path):
         return None
     value = node.text.strip()
     if value in _NA:
+        return None
+    if _ERROR_RE.match(value):
+        if unreadable is not None:
+            unreadable.append('%s: %s' % (path, value))
         return None
     return value
 
@@ -57,27 +68,42 @@ def _yes_no(value):
     return None
 
 
-def _uncorrectable(group):
+def _uncorrectable(group, unreadable):
     """Sum of uncorrectable ECC counters in a ``volatile``/``aggregate`` element.
 
     Ampere and later print ``sram_uncorrectable``/``dram_uncorrectable``; newer
     drivers split the SRAM one into ``sram_uncorrectable_parity`` and
     ``sram_uncorrectable_secded``; older GPUs print ``double_bit/total``.
-    Returns None when every counter is N/A.
+    Returns None when every counter is N/A, and None (the counter named in
+    ``unreadable``) when any counter could not be read: a partial sum would
+    pass a check that must not pass.
     """
     if group is None:
         return None
+    before = len(unreadable)
+    prefix = 'ecc_errors/%s/' % group.tag
     if group.find('double_bit') is not None:
-        return _int(_text(group, 'double_bit/total'))
+        value = _number(group, 'double_bit/total', prefix, unreadable)
+        return value if len(unreadable) == before else None
     tags = [child.tag for child in group if 'uncorrectable' in child.tag]
     if 'sram_uncorrectable' in tags:
         # a total: leave out its parts (sram_uncorrectable_parity, _secded) if a driver prints both
         tags = [t for t in tags if not t.startswith('sram_uncorrectable_')]
-    wanted = tags
-    known = [v for v in (_int(_text(group, t)) for t in wanted) if v is not None]
-    if not known:
+    known = [v for v in (_number(group, t, prefix, unreadable) for t in tags) if v is not None]
+    if not known or len(unreadable) != before:
         return None
     return sum(known)
+
+
+def _number(group, path, prefix, unreadable):
+    """A counter as an int; a value that is neither N/A nor a number is listed in ``unreadable``."""
+    found = []
+    value = _text(group, path, found)
+    if value is not None and not re.match(r'^\d+$', value):
+        found.append('%s: %s' % (path, value))
+        value = None
+    unreadable.extend(prefix + item for item in found)
+    return int(value) if value is not None else None
 
 
 def _width(value):
@@ -88,18 +114,19 @@ def _width(value):
 def _gpu(index, elem):
     pci = elem.find('pci')
     link = pci.find('pci_gpu_link_info') if pci is not None else None
+    unreadable = []
     remapped = elem.find('remapped_rows')
     remapped_pending = None
     remapping_failure = None
     remapped_unc = None
     if remapped is not None and len(remapped):
-        remapped_pending = _yes_no(_text(remapped, 'remapped_row_pending'))
-        remapping_failure = _yes_no(_text(remapped, 'remapped_row_failure'))
+        remapped_pending = _yes_no(_text(remapped, 'remapped_row_pending', unreadable))
+        remapping_failure = _yes_no(_text(remapped, 'remapped_row_failure', unreadable))
         remapped_unc = _int(_text(remapped, 'remapped_row_unc'))
     retired = elem.find('retired_pages')
     retired_pending = None
     if retired is not None:
-        retired_pending = _yes_no(_text(retired, 'pending_retirement'))
+        retired_pending = _yes_no(_text(retired, 'pending_retirement', unreadable))
     mig_devices = elem.find('mig_devices')
     ecc = elem.find('ecc_errors')
     return {
@@ -127,12 +154,13 @@ def _gpu(index, elem):
                                                'clocks_throttle_reasons/clocks_throttle_reason_gpu_idle'])),
         'ecc_mode': _text(elem, 'ecc_mode/current_ecc'),
         'ecc_mode_pending': _text(elem, 'ecc_mode/pending_ecc'),
-        'ecc_uncorrected_volatile': _uncorrectable(ecc.find('volatile') if ecc is not None else None),
-        'ecc_uncorrected_aggregate': _uncorrectable(ecc.find('aggregate') if ecc is not None else None),
+        'ecc_uncorrected_volatile': _uncorrectable(ecc.find('volatile') if ecc is not None else None, unreadable),
+        'ecc_uncorrected_aggregate': _uncorrectable(ecc.find('aggregate') if ecc is not None else None, unreadable),
         'retired_pages_pending': retired_pending,
         'remapped_rows_uncorrectable': remapped_unc,
         'remapped_rows_pending': remapped_pending,
         'remapping_failure': remapping_failure,
+        'unreadable': unreadable,
     }
 
 

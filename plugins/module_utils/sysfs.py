@@ -11,10 +11,12 @@ a live node, ``<bundle>/sys`` for a capture bundle.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import errno
 import os
 import re
 
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
+from ansible_collections.gpuops.node.plugins.module_utils.rawtext import decode
 
 # PCIe transfer rate per lane (GT/s) -> generation
 _GT_TO_GEN = {'2.5': 1, '5': 2, '5.0': 2, '8': 3, '8.0': 3, '16': 4, '16.0': 4,
@@ -24,17 +26,28 @@ _RATE_RE = re.compile(r'^\s*([0-9]+(?:\.[0-9]+)?)\s*Gb/sec\b')
 _PCI_RE = re.compile(r'^([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$')
 
 
-def read_value(path):
-    """Contents of a sysfs file without the trailing newline, or None if absent."""
+def read_value(path, warnings=None):
+    """Contents of a sysfs file without the trailing newline, or None if absent.
+
+    Bytes that are not UTF-8 are replaced, and a file that exists but cannot be
+    read (a symlink loop, a directory, no permission) is None; both are named in
+    ``warnings`` when a list is given.
+    """
+    sink = warnings if warnings is not None else []
     try:
-        with open(path, 'r') as handle:
-            return handle.read().strip()
-    except (IOError, OSError):
+        with open(path, 'rb') as handle:
+            data = handle.read()
+    except (IOError, OSError) as exc:
+        if exc.errno == errno.ELOOP:
+            sink.append('sysfs: %s is a symlink loop' % path)
+        elif exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+            sink.append('sysfs: cannot read %s: %s' % (path, exc.strerror))
         return None
+    return decode(data, 'sysfs: %s' % path, sink).strip()
 
 
 def parse_port_state(value, path='state'):
-    """``"4: ACTIVE"`` -> ``"ACTIVE"``; ``"5: LinkUp"`` -> ``"LinkUp"``."""
+    """``"4: ACTIVE"`` -> ``"ACTIVE"``; ``"5: LinkUp"`` -> ``"LinkUp"`` (the word as printed)."""
     if value is None:
         return None
     match = _STATE_RE.match(value)
@@ -85,8 +98,12 @@ def sysfs_pci_address(bus_id):
     return ('%s:%s:%s.%s' % (domain, match.group(2), match.group(3), match.group(4))).lower()
 
 
-def read_pci_device(sysfs_root, bus_id):
-    """PCIe link and NUMA node of one PCI device, or None when not in sysfs."""
+def read_pci_device(sysfs_root, bus_id, warnings=None):
+    """PCIe link and NUMA node of one PCI device, or None when not in sysfs.
+
+    A value that cannot be read is None and named in ``warnings``.
+    """
+    sink = warnings if warnings is not None else []
     address = sysfs_pci_address(bus_id)
     if address is None:
         return None
@@ -95,16 +112,24 @@ def read_pci_device(sysfs_root, bus_id):
         return None
 
     def width(name):
-        value = read_value(os.path.join(base, name))
-        return int(value) if value and value.isdigit() else None
+        path = os.path.join(base, name)
+        value = read_value(path, sink)
+        if value is not None and not re.match(r'^[0-9]+$', value):
+            sink.append('sysfs %s: expected a number, got %r' % (path, value))
+            return None
+        return int(value) if value else None
 
     def speed(name):
         path = os.path.join(base, name)
-        return parse_link_speed(read_value(path), path)
+        try:
+            return parse_link_speed(read_value(path, sink), path)
+        except ParseError as exc:
+            sink.append(str(exc))
+            return None
 
     return {
         'address': address,
-        'numa_node': parse_numa_node(read_value(os.path.join(base, 'numa_node'))),
+        'numa_node': parse_numa_node(read_value(os.path.join(base, 'numa_node'), sink)),
         'gen_current': speed('current_link_speed'),
         'gen_max': speed('max_link_speed'),
         'width_current': width('current_link_width'),
@@ -123,17 +148,22 @@ ERROR_COUNTERS = ('link_downed', 'link_error_recovery', 'symbol_error', 'port_rc
                   'excessive_buffer_overrun_errors')
 
 
-def read_counters(port_dir):
-    """The error counters present under ``<port>/counters``, as ints."""
+def read_counters(port_dir, warnings):
+    """The error counters present under ``<port>/counters``, as ints; one that is not a number is a warning."""
     counters = {}
     for name in ERROR_COUNTERS:
-        value = read_value(os.path.join(port_dir, 'counters', name))
-        if value is not None and value.isdigit():
+        path = os.path.join(port_dir, 'counters', name)
+        value = read_value(path, warnings)
+        if value is None:
+            continue
+        if re.match(r'^[0-9]+$', value):
             counters[name] = int(value)
+        else:
+            warnings.append('sysfs %s: expected a number, got %r' % (path, value))
     return counters
 
 
-def read_numa_nodes(sysfs_root):
+def read_numa_nodes(sysfs_root, warnings=None):
     """``{"0": cpulist}`` (node numbers as strings, as in JSON) from ``node*/cpulist``, or None without that directory."""
     base = os.path.join(sysfs_root, 'devices', 'system', 'node')
     if not os.path.isdir(base):
@@ -141,7 +171,7 @@ def read_numa_nodes(sysfs_root):
     nodes = {}
     for name in sorted(os.listdir(base), key=_natural):
         match = re.match(r'^node(\d+)$', name)
-        cpulist = read_value(os.path.join(base, name, 'cpulist')) if match else None
+        cpulist = read_value(os.path.join(base, name, 'cpulist'), warnings) if match else None
         if cpulist is not None:
             nodes[match.group(1)] = cpulist
     return nodes
@@ -163,6 +193,8 @@ def read_infiniband(sysfs_root):
     for name in sorted(os.listdir(base), key=_natural):
         hca = os.path.join(base, name)
         if not os.path.isdir(hca):
+            if os.path.islink(hca):
+                warnings.append('sysfs: class/infiniband/%s is a dangling link or a symlink loop' % name)
             continue
         device = os.path.join(hca, 'device')
         pci = None
@@ -172,7 +204,7 @@ def read_infiniband(sysfs_root):
                 pci = candidate.lower()
         if pci is None:
             # a copy that followed the link keeps the address in uevent
-            for line in (read_value(os.path.join(device, 'uevent')) or '').splitlines():
+            for line in (read_value(os.path.join(device, 'uevent'), warnings) or '').splitlines():
                 if line.startswith('PCI_SLOT_NAME=') and _PCI_RE.match(line.split('=', 1)[1].strip()):
                     pci = line.split('=', 1)[1].strip().lower()
         ports = []
@@ -186,7 +218,7 @@ def read_infiniband(sysfs_root):
                                            ('rate_gbps', 'rate', parse_rate),
                                            ('link_layer', 'link_layer', None)):
                     path = os.path.join(pdir, fname)
-                    value = read_value(path)
+                    value = read_value(path, warnings)
                     if value is None:
                         warnings.append('sysfs: %s/%s/ports/%s/%s is absent' % ('class/infiniband', name, port, fname))
                         entry[key] = None
@@ -199,14 +231,16 @@ def read_infiniband(sysfs_root):
                     except ParseError as exc:
                         warnings.append(str(exc))
                         entry[key] = None
-                entry['counters'] = read_counters(pdir)
+                if entry['state'] is not None:
+                    entry['state'] = entry['state'].upper()
+                entry['counters'] = read_counters(pdir, warnings)
                 ports.append(entry)
         else:
             warnings.append('sysfs: class/infiniband/%s has no ports directory' % name)
         net = os.path.join(device, 'net')
         nics.append({
             'name': name,
-            'numa_node': parse_numa_node(read_value(os.path.join(device, 'numa_node'))),
+            'numa_node': parse_numa_node(read_value(os.path.join(device, 'numa_node'), warnings)),
             'pci_bus_id': pci,
             'netdevs': sorted(os.listdir(net), key=_natural) if os.path.isdir(net) else [],
             'ports': ports,

@@ -51,3 +51,32 @@ def test_device_errors_old_and_new_forms():
     assert device_errors(text) == [{'gpu': 1, 'pci_bus_id': '0000:34:00.0', 'reason': 'Unknown Error'}]
     # the table after it is real output: not a whole-tool failure when nvidia-smi exits 0
     assert classify_nvsmi_failure(0, text) is None
+
+
+def test_words_inside_a_successful_output_are_not_a_failure():
+    # transform: a complete -q -x with GB200's <power_smoothing>Insufficient Permissions</power_smoothing>
+    text = real_text('nvsmi-q-xml/a100-sxm4-40gb-mig-netdata.xml').replace(
+        '<persistence_mode>', '<power_smoothing>Insufficient Permissions</power_smoothing><persistence_mode>', 1)
+    assert classify_nvsmi_failure(0, text) is None
+    # the same words with exit status 4 are nvidia-smi's own permission failure
+    assert classify_nvsmi_failure(4, 'Unable to query: Insufficient Permissions')['kind'] == 'permission_denied'
+
+
+@pytest.mark.parametrize('name,kind', [
+    ('no-devices-were-found-slurm-no-gres.txt', 'no_devices'),
+    ('couldnt-communicate-with-driver-a100-module-not-loaded.txt', 'driver_not_loaded'),
+    ('nvml-driver-library-mismatch-470-single-line.txt', 'nvml_mismatch'),
+])
+def test_whole_output_failure_with_exit_status_0(name, kind):
+    assert classify_nvsmi_failure(0, real_text('nvsmi-errors/' + name))['kind'] == kind
+
+
+def test_exit_255_with_output_is_a_failure_with_the_tools_text():
+    failure = classify_nvsmi_failure(255, real_text('topo/dgx-a100-8gpu-12nic.txt'))
+    assert failure['kind'] == 'unknown' and failure['rc'] == 255
+    assert failure['message'].startswith('GPU0')
+
+
+def test_timeout_status_of_a_capture():
+    failure = classify_nvsmi_failure(124, '')
+    assert (failure['kind'], failure['message']) == ('timeout', 'timed out')

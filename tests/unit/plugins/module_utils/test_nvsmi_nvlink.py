@@ -7,6 +7,7 @@ import pytest
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_nvlink import parse_nvlink_status
 from real_captures import real_text
+from transforms import damage_line, truncate_after_line, with_bom
 
 
 def test_h100_18_links():
@@ -45,12 +46,56 @@ def test_error_counters_output():
 
 
 def test_other_nvlink_output_is_reported_not_guessed():
-    result = parse_nvlink_status(real_text('nvlink/gb200-nvlink-info-firmware-TRUNCATED.txt'))
-    assert [g['links'] for g in result['gpus']] == [[], []]
-    assert any("'NVLE: disabled'" in w for w in result['warnings'])
+    with pytest.raises(ParseError) as err:
+        parse_nvlink_status(real_text('nvlink/gb200-nvlink-info-firmware-TRUNCATED.txt'))
+    assert err.value.line_no == 2
+    assert err.value.line.strip() == 'NVLE: disabled'
 
 
 def test_link_line_without_gpu_is_an_error():
     with pytest.raises(ParseError) as err:
         parse_nvlink_status('         Link 0: 26.562 GB/s\n')
     assert err.value.line_no == 1
+
+
+def two_h100s():
+    """Transform: the one-GPU H100 capture twice, as GPU 0 and GPU 1 of one node (the second UUID changed)."""
+    text = real_text('nvlink/h100-nvlink-status-i0.txt').rstrip('\n')
+    return text + '\n' + text.replace('GPU 0:', 'GPU 1:').replace('GPU-5a10', 'GPU-5a11') + '\n'
+
+
+def test_two_gpu_transform_reads_fully():
+    result = parse_nvlink_status(two_h100s())
+    assert [len(g['links']) for g in result['gpus']] == [18, 18]
+    assert result['warnings'] == []
+
+
+@pytest.mark.parametrize('cut,keep,line_no,reason', [
+    (20 + 15, None, 35, 'output ends after 15 link(s) of GPU 1 while GPU 0 lists 18: truncated'),
+    (20, None, 20, 'output ends after 0 link(s) of GPU 1 while GPU 0 lists 18: truncated'),
+    (20 + 15, 15, 36, 'not a GPU, link or counter line'),
+])
+def test_truncated_output_is_unreadable_not_fewer_links(cut, keep, line_no, reason):
+    text = truncate_after_line(two_h100s(), cut, keep)
+    with pytest.raises(ParseError) as err:
+        parse_nvlink_status(text)
+    assert err.value.reason == reason
+    assert err.value.line_no == line_no
+
+
+@pytest.mark.parametrize('line_no,replacement,reason', [
+    (5, '\t Link 3: 26.562 GB/', 'not a GPU, link or counter line'),
+    (5, '\t Link 4: 26.562 GB/s', 'GPU 0: link 4 where link 3 was expected (a line is missing or repeated)'),
+    (5, '\t Link 2: 26.562 GB/s', 'GPU 0: link 2 where link 3 was expected (a line is missing or repeated)'),
+    (20, 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-x)', 'GPU 0 follows GPU 0'),
+])
+def test_damaged_line_is_named(line_no, replacement, reason):
+    with pytest.raises(ParseError) as err:
+        parse_nvlink_status(damage_line(two_h100s(), line_no, replacement))
+    assert err.value.reason == reason
+    assert err.value.line_no == line_no
+
+
+def test_byte_order_mark_and_terminal_codes_are_ignored():
+    text = real_text('nvlink/h100-nvlink-status-i0.txt')
+    assert parse_nvlink_status(with_bom(text)) == parse_nvlink_status(text)

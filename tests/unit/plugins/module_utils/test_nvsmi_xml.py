@@ -7,6 +7,7 @@ import pytest
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_xml import parse_nvsmi_xml
 from real_captures import real_text
+from transforms import xml_value
 
 A100 = 'nvsmi-q-xml/a100-sxm4-40gb-mig-netdata.xml'
 P100 = 'nvsmi-xml/tesla-p100-pcie-16gb-driver510-gce-netdata.xml'
@@ -78,3 +79,33 @@ def test_newer_remapped_rows_and_kmd_version():
     assert gpu['remapped_rows_pending'] is True
     assert gpu['remapping_failure'] is False
     assert gpu['remapped_rows_uncorrectable'] == 2
+
+
+@pytest.mark.parametrize('value', ['[Unknown Error]', 'Unknown Error', '[GPU requires reset]', 'garbage'])
+def test_unreadable_counter_is_not_zero(value):
+    # transform: the aggregate dram_uncorrectable counter (0 in the capture) turned into an NVML error value
+    text = xml_value(real_text(A100), 'dram_uncorrectable', value, occurrence=1)
+    gpu = parse_nvsmi_xml(text)['gpus'][0]
+    assert gpu['ecc_uncorrected_aggregate'] is None
+    assert gpu['unreadable'] == ['ecc_errors/aggregate/dram_uncorrectable: %s' % value]
+
+
+def test_readable_gpu_has_nothing_unreadable():
+    assert parse_nvsmi_xml(real_text(A100))['gpus'][0]['unreadable'] == []
+    assert parse_nvsmi_xml(real_text(P100))['gpus'][0]['unreadable'] == []
+
+
+def test_pending_retirement_error_is_listed():
+    # transform: the P100's pending_retirement ("No") read as an NVML error
+    text = xml_value(real_text(P100), 'pending_retirement', '[Unknown Error]')
+    gpu = parse_nvsmi_xml(text)['gpus'][0]
+    assert gpu['retired_pages_pending'] is None
+    assert gpu['unreadable'] == ['pending_retirement: [Unknown Error]']
+
+
+def test_insufficient_permissions_as_a_value_is_just_a_value():
+    # transform: a field holding the words GB200 / driver 580 print in <power_smoothing>
+    text = real_text(A100).replace('<persistence_mode>', '<power_smoothing>Insufficient Permissions</power_smoothing>'
+                                   '\n\t\t<persistence_mode>', 1)
+    result = parse_nvsmi_xml(text)
+    assert result['gpus'][0]['name'] == 'NVIDIA A100-SXM4-40GB'

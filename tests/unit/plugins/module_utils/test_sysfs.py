@@ -11,6 +11,7 @@ from ansible_collections.gpuops.node.plugins.module_utils.sysfs import (
     parse_link_speed, parse_port_state, parse_rate, read_infiniband, read_numa_nodes, read_pci_device,
     sysfs_pci_address)
 from real_captures import extract_ttar, real_path
+from transforms import invalid_utf8
 import shutil
 
 
@@ -113,3 +114,45 @@ def test_numa_cpulists_and_netdevs(tmp_path):
     (device / 'net' / 'ibp24s0').mkdir(parents=True)
     assert read_infiniband(str(tmp_path))['nics'][0]['netdevs'] == ['ibp24s0']
     assert read_numa_nodes(str(tmp_path / 'nothing')) is None
+
+
+def test_unparsable_pci_values_are_warnings(tmp_path):
+    base = tmp_path / 'bus' / 'pci' / 'devices' / '0000:19:00.0'
+    base.mkdir(parents=True)
+    for name, value in (('current_link_speed', '16.0 GT/s PCIe\n'), ('max_link_speed', 'fast\n'),
+                        ('current_link_width', 'x16\n'), ('max_link_width', '16\n'), ('numa_node', '1\n')):
+        (base / name).write_text(value)
+    warnings = []
+    pci = read_pci_device(str(tmp_path), '00000000:19:00.0', warnings)
+    assert (pci['gen_max'], pci['width_current'], pci['gen_current']) == (None, None, 4)
+    assert len(warnings) == 2
+    assert "max_link_speed" in warnings[0] and "'fast'" in warnings[0]
+    assert "current_link_width" in warnings[1] and "'x16'" in warnings[1]
+
+
+def test_non_utf8_sysfs_file_is_decoded_and_named(tmp_path):
+    extract_ttar(real_path('ib-sysfs/procfs-fixture-mlx4_0-connectx3-2port-qdr.ttar'), str(tmp_path))
+    rate = tmp_path / 'class' / 'infiniband' / 'mlx4_0' / 'ports' / '1' / 'rate'
+    rate.write_bytes(invalid_utf8(rate.read_bytes(), after=b'Gb/sec'))   # transform: two invalid bytes
+    result = read_infiniband(str(tmp_path))
+    assert result['nics'][0]['ports'][0]['rate_gbps'] == 40
+    assert any('ports/1/rate: not valid UTF-8' in w for w in result['warnings'])
+
+
+def test_symlink_loop_and_dangling_hca_are_warnings(tmp_path):
+    extract_ttar(real_path('ib-sysfs/procfs-fixture-mlx4_0-connectx3-2port-qdr.ttar'), str(tmp_path))
+    ports = tmp_path / 'class' / 'infiniband' / 'mlx4_0' / 'ports' / '1'
+    (ports / 'state').unlink()
+    os.symlink('state', str(ports / 'state'))                              # transform: a symlink loop
+    os.symlink('nowhere', str(tmp_path / 'class' / 'infiniband' / 'mlx5_9'))
+    result = read_infiniband(str(tmp_path))
+    assert result['nics'][0]['ports'][0]['state'] is None
+    assert any('ports/1/state is a symlink loop' in w for w in result['warnings'])
+    assert any('class/infiniband/mlx5_9 is a dangling link or a symlink loop' in w for w in result['warnings'])
+
+
+def test_lower_case_state_is_read_upper_case(tmp_path):
+    extract_ttar(real_path('ib-sysfs/procfs-fixture-mlx4_0-connectx3-2port-qdr.ttar'), str(tmp_path))
+    state = tmp_path / 'class' / 'infiniband' / 'mlx4_0' / 'ports' / '1' / 'state'
+    state.write_text(state.read_text().lower())                             # transform: "4: active"
+    assert read_infiniband(str(tmp_path))['nics'][0]['ports'][0]['state'] == 'ACTIVE'
