@@ -44,8 +44,19 @@ REGRESSION_KEYS = ('check', 'subject', 'before', 'after', 'message')
 RECORD_KEYS = ('host', 'rack', 'node_class', 'status', 'held_back', 'unreachable', 'error',
                'phase', 'pre_check', 'changes', 'post_check')
 
-# Characters that XML 1.0 does not allow, even escaped.
-_XML_ILLEGAL = re.compile(u'[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]')
+# Characters that XML 1.0 does not allow, even escaped (C0 controls but tab and line ends, lone surrogates,
+# U+FFFE, U+FFFF), those it discourages (DEL, C1 controls) and the bidirectional embeddings, overrides and
+# isolates, which reorder what a reader sees. JUnit output has U+FFFD in their place.
+_XML_UNSAFE = re.compile(u'[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]')
+
+# A Markdown cell or heading is one line of plain text: line breaks become a space, and every other control
+# character (C0 but tab and line ends, DEL, C1, bidirectional embeddings, overrides and isolates, lone
+# surrogates) becomes U+FFFD, so no terminal escape sequence or hidden reordering reaches a reader.
+_MD_CONTROL = re.compile(u'[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]')
+_MD_BREAK = re.compile(u'\\s*[\n\x0b\x0c\r\x85\u2028\u2029]+\\s*')
+
+# Lone surrogates (from undecodable bytes) cannot be written as UTF-8: JSON output escapes them.
+_SURROGATE = re.compile(u'[\ud800-\udfff]')
 
 
 class ReportError(ValueError):
@@ -121,7 +132,7 @@ def _changes(value, host):
             out[_text(key)] = val
         elif isinstance(val, float) and val.is_integer():
             out[_text(key)] = int(val)
-        elif isinstance(val, str) and val.strip().isdigit():
+        elif isinstance(val, str) and re.match(r'[0-9]+\Z', val.strip()):
             out[_text(key)] = int(val.strip())
         else:
             out[_text(key)] = _bool(val, 'changes.%s' % key, host)
@@ -184,8 +195,18 @@ def normalize_record(raw):
 
 
 def _natural_key(value):
-    return [(0, int(part), u'') if part.isdigit() else (1, 0, part.lower())
-            for part in re.split(r'(\d+)', value or u'') if part != u'']
+    """Sort key: runs of ASCII digits compare as numbers, the rest case-insensitively.
+
+    Only ASCII digits are numbers; other digits (superscripts, other scripts) compare as text. Names with the
+    same key (``gpu-01``, ``gpu-1``, ``GPU-1``) are ordered by the name itself after it, see _sort_key.
+    """
+    parts = re.split(r'([0-9]+)', value or u'')
+    # the digit runs are at the odd indexes
+    return [(0, int(part), u'') if i % 2 else (1, 0, part.lower()) for i, part in enumerate(parts) if part != u'']
+
+
+def _sort_key(value):
+    return (_natural_key(value), value or u'')
 
 
 def summarize(records):
@@ -216,7 +237,7 @@ def build_report(records, title=None):
     for raw in records:
         record = normalize_record(raw)
         by_host[record['host']] = record
-    normalized = sorted(by_host.values(), key=lambda r: (_natural_key(r['rack']), _natural_key(r['host'])))
+    normalized = sorted(by_host.values(), key=lambda r: (_sort_key(r['rack']), _sort_key(r['host'])))
     racks = []
     for record in normalized:
         if not racks or racks[-1]['name'] != record['rack']:
@@ -243,12 +264,18 @@ def render_json(report):
         'racks': [{'name': r['name'], 'summary': r['summary'], 'hosts': [_public(h) for h in r['hosts']]}
                   for r in report['racks']],
     }
-    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + '\n'
+    return _json(doc)
 
 
 def render_host_json(record):
     """One normalized record, every key kept, as JSON text."""
-    return json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False, default=str) + '\n'
+    return _json(record)
+
+
+def _json(doc):
+    text = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+    # a surrogate only occurs inside a JSON string, where its \u escape means the same
+    return _SURROGATE.sub(lambda m: u'\\u%04x' % ord(m.group()), text) + u'\n'
 
 
 # ---------------------------------------------------------------- Markdown
@@ -264,8 +291,8 @@ def _value(value):
 
 
 def _cell(value, code=False):
-    text = _value(value)
-    text = re.sub(r'\s*[\r\n]+\s*', u' ', text).strip()
+    text = _MD_CONTROL.sub(u'\ufffd', _value(value))
+    text = _MD_BREAK.sub(u' ', text).replace(u'\t', u' ').strip()
     if not text:
         return u''
     if code:
@@ -295,7 +322,7 @@ def changes_text(record):
     if not changes:
         return u'none' if record['post_check'] is not None else u'-'
     parts = []
-    for key in sorted(changes, key=_natural_key):
+    for key in sorted(changes, key=_sort_key):
         val = changes[key]
         if isinstance(val, bool):
             parts.append(u'%s: %s' % (key, u'changed' if val else u'ok'))
@@ -380,7 +407,7 @@ def _has_details(record):
 # ---------------------------------------------------------------- JUnit XML
 
 def _xml(value):
-    return _XML_ILLEGAL.sub(u'\ufffd', _value(value))
+    return _XML_UNSAFE.sub(u'\ufffd', _value(value))
 
 
 def _failure_line(item):

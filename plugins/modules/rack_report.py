@@ -63,6 +63,16 @@ options:
   host_dir:
     description:
       - When set, also write one JSON file per host, C(<host_dir>/<host>.json), holding the complete record.
+      - A host name of ASCII letters, digits, C(.), C(_) and C(-), not starting with C(.) and at most 200 characters
+        long, is the file name as it is. Any other name (a C(/), a space, a control or NUL character, a non-ASCII
+        letter or digit) is made safe and kept apart from the others; each character outside that set, and a
+        leading C(.), becomes C(_), the result is cut to 191 characters, and C(-) and the first 8 hexadecimal digits
+        of the SHA-256 of the host name (UTF-8) are appended. So V(a/b) is written to C(a_b-<8 hex digits>.json)
+        while V(a_b) keeps C(a_b.json).
+      - Host names that differ only in case (V(GPU-A01), V(gpu-a01)) get the suffix too, so that they do not
+        overwrite each other on a case-insensitive file system.
+      - When two hosts still map to the same file (file names compared without case), or a host's file is one of
+        the report files, the module fails naming both before it writes anything.
       - Created when missing.
     type: path
 attributes:
@@ -77,7 +87,11 @@ attributes:
     support: full
     platforms: posix
 notes:
-  - Records are validated; an unknown C(status) or a record without V(host) fails the module.
+  - Records are validated; an unknown C(status) or a record without V(host) fails the module. Records, file names
+    and the content of every file are checked before the first file is written, so such a failure writes nothing.
+  - Control characters (line breaks, terminal escape sequences, bidirectional overrides) in host names, racks,
+    classes and messages become a space (line breaks) or U+FFFD in the Markdown and JUnit files; the JSON files keep
+    them, escaped.
   - A host listed more than once keeps its last record.
 seealso:
   - module: gpuops.node.gpu_topology_check
@@ -199,7 +213,9 @@ markdown:
   sample: "# GPU rack report\n\n**HEALTHY** - 2 hosts: 2 passed, 0 held back, 0 regressed, 0 failed, 0 unreachable.\n"
 '''
 
+import hashlib
 import os
+import re
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
@@ -212,10 +228,15 @@ from ansible_collections.gpuops.node.plugins.module_utils.report import (
 )
 
 
+# host names kept as they are in host_dir; other characters become _
+_SAFE_HOST = re.compile(r'[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}\Z')
+_UNSAFE_CHAR = re.compile(r'[^A-Za-z0-9._-]')
+
+
 def _read(path):
     try:
         with open(path, 'rb') as f:
-            return to_text(f.read(), errors='surrogate_or_replace')
+            return f.read()
     except (IOError, OSError):
         return None
 
@@ -225,7 +246,7 @@ def _write(module, path, content):
     fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), dir=directory)
     try:
         with os.fdopen(fd, 'wb') as f:
-            f.write(to_bytes(content, errors='surrogate_or_strict'))
+            f.write(content)
         module.atomic_move(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -246,11 +267,41 @@ def _ensure_dir(module, path, result):
         module.fail_json(msg='cannot create %s: %s' % (path, to_native(e)), **result)
 
 
-def _host_filename(host):
-    name = host.replace(os.sep, '_')
-    if name in ('.', '..'):
-        name = '_' + name
-    return name + '.json'
+def _hashed_name(host):
+    name = _UNSAFE_CHAR.sub('_', host[:191])
+    if name.startswith('.'):
+        name = '_' + name[1:]
+    return '%s-%s' % (name, hashlib.sha256(host.encode('utf-8', 'surrogatepass')).hexdigest()[:8])
+
+
+def host_filenames(hosts):
+    """File name in host_dir of every host (see the host_dir option), by host.
+
+    Deterministic: the name of a host depends only on the host name, and on whether another host of the list has
+    the same name but for the case. Two hosts can still map to the same file, in theory; the caller checks.
+    """
+    by_case = {}
+    for host in hosts:
+        if _SAFE_HOST.match(host):
+            by_case.setdefault(host.lower(), []).append(host)
+    names = {}
+    for host in hosts:
+        if _SAFE_HOST.match(host) and len(by_case[host.lower()]) == 1:
+            names[host] = host + '.json'
+        else:
+            names[host] = _hashed_name(host) + '.json'
+    return names
+
+
+def _same_file(files):
+    """The first two (owner, path) of files that are one file (file names compared without case), or None."""
+    seen = {}
+    for owner, path in files:
+        key = (os.path.realpath(os.path.dirname(path)), os.path.basename(path).lower())
+        if key in seen:
+            return seen[key], (owner, path)
+        seen[key] = (owner, path)
+    return None
 
 
 def run_module(module):
@@ -273,12 +324,24 @@ def run_module(module):
     }
     files = [(paths['json'], rendered['json']), (paths['markdown'], rendered['markdown']),
              (paths['junit'], rendered['junit'])]
+    owners = [('the JSON report', paths['json']), ('the Markdown report', paths['markdown']),
+              ('the JUnit report', paths['junit'])]
     if params['host_dir']:
-        for rack in report['racks']:
-            for record in rack['hosts']:
-                path = os.path.join(params['host_dir'], _host_filename(record['host']))
-                paths['hosts'].append(path)
-                files.append((path, render_host_json(record)))
+        records = [record for rack in report['racks'] for record in rack['hosts']]
+        names = host_filenames([record['host'] for record in records])
+        for record in records:
+            path = os.path.join(params['host_dir'], names[record['host']])
+            paths['hosts'].append(path)
+            files.append((path, render_host_json(record)))
+            owners.append(('host %r' % (record['host'],), path))
+    clash = _same_file(owners)
+    if clash:
+        module.fail_json(msg='%s and %s would both be written to %s; rename a host or set host_dir to another '
+                         'directory' % (clash[0][0], clash[1][0], clash[1][1]))
+    try:
+        files = [(path, to_bytes(content, errors='surrogate_or_strict')) for path, content in files]
+    except UnicodeError as e:
+        module.fail_json(msg='cannot encode the report: %s' % to_native(e))
 
     statuses = dict((r['host'], r['status']) for rack in report['racks'] for r in rack['hosts'])
     result = dict(changed=False, paths=paths, changed_files=[], summary=report['summary'],
@@ -297,7 +360,8 @@ def run_module(module):
         result['changed_files'].append(path)
         if module._diff:
             diffs.append({'before_header': path, 'after_header': path,
-                          'before': before if before is not None else '', 'after': content})
+                          'before': to_text(before or b'', errors='surrogate_or_replace'),
+                          'after': to_text(content, errors='surrogate_or_strict')})
         if not module.check_mode:
             try:
                 _write(module, path, content)

@@ -7,6 +7,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -215,3 +216,152 @@ def test_junit_failed_change_is_an_error():
     assert [c.get('name') for c in cases] == ['pre_check', 'changes', 'post_check']
     assert cases[1].find('error').get('message') == 'Install driver: non-zero return code'
     assert cases[2].find('failure') is None
+
+
+# ---------------------------------------------------------------- odd names and control characters
+
+# what must never reach the Markdown (line ends only between lines)
+_MD_FORBIDDEN = re.compile(u'[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]')
+# what must never reach the JUnit XML, in attributes and text
+_XML_FORBIDDEN = re.compile(u'[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]')
+
+
+@pytest.mark.parametrize('hosts, expected', [
+    # only ASCII digits are numbers: superscript two is text (str.isdigit() is true for it, int() fails)
+    ([u'node10', u'node1\u00b2', u'node2', u'node1'], [u'node1', u'node1\u00b2', u'node2', u'node10']),
+    ([u'node\u0661', u'node10', u'node2'], [u'node2', u'node10', u'node\u0661']),
+    ([u'\u00b2', u'10', u'9'], [u'9', u'10', u'\u00b2']),
+    # equal but for the case or leading zeros: ordered by the name itself, whatever the input order
+    ([u'gpu-1', u'GPU-1', u'gpu-01', u'gpu-2'], [u'GPU-1', u'gpu-01', u'gpu-1', u'gpu-2']),
+    ([u'gpu-01', u'gpu-1', u'GPU-1', u'gpu-2'], [u'GPU-1', u'gpu-01', u'gpu-1', u'gpu-2']),
+])
+def test_natural_order(hosts, expected):
+    report = rpt.build_report([{'host': h, 'rack': 'r'} for h in hosts])
+    assert [h['host'] for h in report['racks'][0]['hosts']] == expected
+    rpt.render_all([{'host': h, 'rack': h} for h in hosts])
+
+
+def test_racks_equal_but_for_zeros_stay_grouped():
+    records = [{'host': 'h1', 'rack': 'rack01'}, {'host': 'h2', 'rack': 'rack1'}, {'host': 'h3', 'rack': 'rack01'}]
+    for order in (records, list(reversed(records))):
+        report = rpt.build_report(order)
+        assert [(r['name'], [h['host'] for h in r['hosts']]) for r in report['racks']] == [
+            ('rack01', ['h1', 'h3']), ('rack1', ['h2'])]
+
+
+@pytest.mark.parametrize('value, expected', [
+    (u' 12 ', 12),
+    (u'0', 0),
+    (u'\u00b2', None),
+    (u'\u0661\u0662', None),
+    (u'1\u00b2', None),
+])
+def test_changes_only_ascii_numbers(value, expected):
+    if expected is None:
+        with pytest.raises(rpt.ReportError, match='changes.a must be a boolean'):
+            rpt.normalize_record({'host': 'h', 'changes': {'a': value}})
+    else:
+        assert rpt.normalize_record({'host': 'h', 'changes': {'a': value}})['changes'] == {'a': expected}
+
+
+@pytest.mark.parametrize('value, expected', [
+    (u'a\x00b', u'a\ufffdb'),
+    (u'a\x1b[31mred\x1b[0m', u'a\ufffd[31mred\ufffd[0m'),
+    (u'a\x07\x08b', u'a\ufffd\ufffdb'),
+    (u'a\x1cb\x1f', u'a\ufffdb\ufffd'),
+    (u'a\x7fb', u'a\ufffdb'),
+    (u'a\x9b31mb', u'a\ufffd31mb'),
+    (u'a\u202eb\u2066c\u2069', u'a\ufffdb\ufffdc\ufffd'),
+    (u'a\ud800b', u'a\ufffdb'),
+    (u'a\tb', u'a b'),
+    (u'a \r\n b', u'a b'),
+    (u'a\x0bb\x0cc', u'a b c'),
+    (u'a\x85b', u'a b'),
+    (u'a\u2028b\u2029c', u'a b c'),
+    (u'\n\x00\n', u'\ufffd'),
+    (u'\n\t \n', u''),
+    (u'a  b', u'a  b'),
+    (u'caf\u00e9 \u00b2', u'caf\u00e9 \u00b2'),
+])
+def test_markdown_cell_controls(value, expected):
+    assert rpt._cell(value) == expected
+    assert rpt._cell(value, code=True) == (u'`%s`' % expected if expected else u'')
+
+
+_FIELDS = ['title', 'host', 'rack', 'node_class', 'error', 'change', 'check', 'subject', 'expected', 'actual',
+           'message', 'before', 'after', 'regression_message']
+
+
+def _record_with(field, value):
+    failure = _failure()
+    regression = _regression()
+    record = {'host': 'h', 'rack': 'r', 'node_class': 'c', 'pre_check': PASS, 'changes': {'driver': 1},
+              'post_check': {'passed': False, 'failures': [failure], 'regressions': [regression]},
+              'error': 'boom', 'phase': 'done'}
+    title = 'T'
+    if field == 'title':
+        title = value
+    elif field in ('host', 'rack', 'node_class', 'error'):
+        record[field] = value
+    elif field == 'change':
+        record['changes'] = {value: 2}
+    elif field in ('before', 'after'):
+        regression[field] = value
+    elif field == 'regression_message':
+        regression['message'] = value
+    else:
+        failure[field] = value
+    return record, title
+
+
+@pytest.mark.parametrize('field', _FIELDS)
+@pytest.mark.parametrize('value', [
+    u'x\x00y', u'x\x1b[31my\x1b[0m', u'x\x1b]0;title\x07y', u'x\ry', u'x\x7fy', u'x\x9by', u'x\u2028y',
+    u'x\u2029y', u'x\u202ey', u'x\ud800y',
+])
+def test_no_control_character_reaches_markdown_or_junit(field, value):
+    record, title = _record_with(field, value)
+    report, out = rpt.render_all([record], title)
+    md = out['markdown']
+    assert not _MD_FORBIDDEN.search(md), repr(md)
+    md.encode('utf-8')
+    for line in md.splitlines():
+        if line.startswith(u'| ') and not line.startswith(u'| ---'):
+            assert line.replace(u'\\|', u'').count(u'|') in (6, 8), line
+    # the value is there, made harmless, where it belongs
+    shown = rpt._cell(value)
+    assert u'\ufffd' in shown or u' ' in shown
+    assert shown in md
+    junit = out['junit']
+    assert not _XML_FORBIDDEN.search(junit), repr(junit)
+    root = ET.fromstring(junit.encode('utf-8'))
+    for elem in root.iter():
+        for text in list(elem.attrib.values()) + [elem.text or u'']:
+            assert not _XML_FORBIDDEN.search(text)
+    assert json.loads(out['json'])['racks'][0]['hosts'][0]['host'] == record['host']
+    out['json'].encode('utf-8')
+
+
+@pytest.mark.parametrize('host, classname', [
+    (u'a\x00b.example', u'r.a\ufffdb_example'),
+    (u'a\x1b[31mb', u'r.a\ufffd[31mb'),
+    (u'a\x7fb', u'r.a\ufffdb'),
+    (u'a\x85b', u'r.a\ufffdb'),
+    (u'a\u202eb', u'r.a\ufffdb'),
+    (u'a\ud800b', u'r.a\ufffdb'),
+    (u'node1\u00b2', u'r.node1\u00b2'),
+])
+def test_junit_classname_controls(host, classname):
+    _report, out = rpt.render_all([{'host': host, 'rack': 'r', 'pre_check': PASS}])
+    assert ET.fromstring(out['junit'].encode('utf-8')).find('testsuite/testcase').get('classname') == classname
+
+
+@pytest.mark.parametrize('host', [u'node\ud800', u'node\udcff', u'a\x00b', u'node1\u00b2'])
+def test_json_is_valid_utf8_and_keeps_the_host(host):
+    record = rpt.normalize_record({'host': host, 'rack': 'r', 'pre_check': PASS})
+    _report, out = rpt.render_all([record])
+    # no lone surrogate left: the files can be written as UTF-8
+    out['json'].encode('utf-8')
+    rpt.render_host_json(record).encode('utf-8')
+    assert json.loads(rpt.render_host_json(record))['host'] == host
+    assert json.loads(out['json'])['racks'][0]['hosts'][0]['host'] == host

@@ -8,6 +8,7 @@ __metaclass__ = type
 
 import json
 import os
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -186,3 +187,78 @@ def test_existing_file_mode_is_kept(tmp_path):
     os.chmod(str(md), 0o600)
     run({'records': RECORDS[:2], 'dest': str(tmp_path)})
     assert os.stat(str(md)).st_mode & 0o777 == 0o600
+
+
+# ---------------------------------------------------------------- host names as file names
+
+def _host_records(hosts):
+    return [{'host': h, 'rack': 'r', 'pre_check': {'passed': True, 'failures': []}} for h in hosts]
+
+
+@pytest.mark.parametrize('hosts, expected', [
+    # safe names are kept; a changed name gets the hash of the host name, so a/b and a_b do not overwrite each other
+    (['a/b', 'a_b'], {'a/b': 'a_b-c14cddc0.json', 'a_b': 'a_b.json'}),
+    (['a\x00b', 'a_b'], {'a\x00b': 'a_b-59b271ae.json', 'a_b': 'a_b.json'}),
+    # superscript two is a digit to str.isdigit() but not to int()
+    ([u'node1\u00b2', 'node1'], {u'node1\u00b2': 'node1_-628faf66.json', 'node1': 'node1.json'}),
+    # names equal but for the case both get the suffix (case-insensitive file systems)
+    (['GPU-A01', 'gpu-a01', 'gpu-a02'],
+     {'GPU-A01': 'GPU-A01-08f9b598.json', 'gpu-a01': 'gpu-a01-f70c5d1f.json', 'gpu-a02': 'gpu-a02.json'}),
+    (['.', '..', '.hidden'], {'.': '_-cdb4ee2a.json', '..': '_.-5ec1f7e7.json', '.hidden': '_hidden-16924190.json'}),
+    (['a b', 'a\tb', 'a\x1b[31mb', u'gpu\u2028a01'],
+     {'a b': 'a_b-c8687a08.json', 'a\tb': 'a_b-894891f8.json', 'a\x1b[31mb': 'a__31mb-ba3c30e7.json',
+      u'gpu\u2028a01': 'gpu_a01-908aac57.json'}),
+    # lone surrogate (an undecodable byte)
+    ([u'node\ud800'], {u'node\ud800': 'node_-05a5510a.json'}),
+    (['gpu-a01.example.org', '10.0.0.7', 'x' * 200],
+     {'gpu-a01.example.org': 'gpu-a01.example.org.json', '10.0.0.7': '10.0.0.7.json', 'x' * 200: 'x' * 200 + '.json'}),
+    (['x' * 250], {'x' * 250: 'x' * 191 + '-086d4a1c.json'}),
+])
+def test_host_filenames(tmp_path, hosts, expected):
+    assert rack_report.host_filenames(hosts) == expected
+    host_dir = tmp_path / 'hosts'
+    result = run({'records': _host_records(hosts), 'dest': str(tmp_path), 'host_dir': str(host_dir)})
+    assert sorted(os.listdir(str(host_dir))) == sorted(expected.values())
+    assert sorted(result['paths']['hosts']) == sorted(str(host_dir / name) for name in expected.values())
+    for host, name in expected.items():
+        assert json.loads((host_dir / name).read_text(encoding='utf-8'))['host'] == host
+    # the Markdown holds no control character but its line ends
+    md = (tmp_path / 'rack-report.md').read_text(encoding='utf-8')
+    assert md == result['markdown']
+    assert not re.search(u'[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]', md)
+    # the same names on the next run: nothing changes
+    again = run({'records': _host_records(hosts), 'dest': str(tmp_path), 'host_dir': str(host_dir)})
+    assert again['changed'] is False
+
+
+@pytest.mark.parametrize('hosts, same_dir, message', [
+    # a safe name that is literally another host's changed name
+    (['a/b', 'a_b-c14cddc0', 'x'], False,
+     "host 'a/b' and host 'a_b-c14cddc0' would both be written to {dir}/a_b-c14cddc0.json"),
+    # the same, but for the case
+    (['A/B', 'a_b-998d3ed8'], False,
+     "host 'A/B' and host 'a_b-998d3ed8' would both be written to {dir}/a_b-998d3ed8.json"),
+    # host_dir is dest: a host named like the report
+    (['gpu-a01', 'rack-report'], True,
+     "the JSON report and host 'rack-report' would both be written to {dir}/rack-report.json"),
+    (['Rack-Report'], True,
+     "the JSON report and host 'Rack-Report' would both be written to {dir}/Rack-Report.json"),
+])
+def test_host_file_clash_fails_before_writing(tmp_path, hosts, same_dir, message):
+    dest = tmp_path / 'out'
+    host_dir = dest if same_dir else dest / 'hosts'
+    result = run({'records': _host_records(hosts), 'dest': str(dest), 'host_dir': str(host_dir)}, expect_fail=True)
+    assert result['msg'] == message.format(dir=host_dir) + '; rename a host or set host_dir to another directory'
+    assert not dest.exists()
+
+
+def test_host_file_clash_leaves_the_previous_report(tmp_path):
+    run({'records': RECORDS, 'dest': str(tmp_path), 'host_dir': str(tmp_path / 'h')})
+    before = dict((p.name, p.read_bytes()) for p in list(tmp_path.iterdir()) + list((tmp_path / 'h').iterdir())
+                  if p.is_file())
+    records = RECORDS + _host_records(['gpu/a01', 'gpu_a01-2f78fe98'])
+    result = run({'records': records, 'dest': str(tmp_path), 'host_dir': str(tmp_path / 'h')}, expect_fail=True)
+    assert 'would both be written to' in result['msg']
+    after = dict((p.name, p.read_bytes()) for p in list(tmp_path.iterdir()) + list((tmp_path / 'h').iterdir())
+                 if p.is_file())
+    assert after == before
