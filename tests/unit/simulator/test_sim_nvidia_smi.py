@@ -10,10 +10,12 @@ __metaclass__ = type
 import json
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
-from simhelpers import N, real_text
+from simhelpers import N, NVIDIA_SMI, real_text
 
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_errors import classify_nvsmi_failure
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_nvlink import parse_nvlink_status
@@ -31,10 +33,14 @@ def _bus(node, index):
 
 @pytest.mark.parametrize('name', ['h100-sxm-8gpu-ib', 'a100-sxm-8gpu-ib', 'pcie-4gpu-roce'])
 def test_fresh_outputs_replay_the_bundle_byte_for_byte(node, name):
+    """topo -m is the bundle's text, with the header in underline codes where the driver prints them."""
     n = node(name)
+    topo = n.file('nvidia-smi-topo-m.txt')
+    if name == 'h100-sxm-8gpu-ib':
+        topo = N.underline_topo_header(topo)
     assert n.run('-q', '-x').out == n.file('nvidia-smi-q-x.xml')
-    assert n.run('topo', '-m').out == n.file('nvidia-smi-topo-m.txt')
-    assert n.run('topo', '--matrix').out == n.file('nvidia-smi-topo-m.txt')
+    assert n.run('topo', '-m').out == topo
+    assert n.run('topo', '--matrix').out == topo
     assert n.run('nvlink', '-s').out == n.file('nvidia-smi-nvlink-s.txt')
     assert n.run('nvlink', '--status').out == n.file('nvidia-smi-nvlink-s.txt')
     for args in (('-q', '-x'), ('topo', '-m'), ('nvlink', '-s'), ('-L',), ('-q',)):
@@ -460,6 +466,99 @@ def test_default_table_columns_match_the_real_table(node):
     assert ours[at] == real[20].replace('| 14 ', '| 16 ')
     assert ours[at + 1] == real[21]
     assert ours[-7:] == real[-7:]
+
+
+# ---------------------------------------------------------------- topo -m header codes
+
+H100_TOPO_HEADER = (b'\t\x1b[4mGPU0\tGPU1\tGPU2\tGPU3\tGPU4\tGPU5\tGPU6\tGPU7\tNIC0\tNIC1\tNIC2\tNIC3\tNIC4\tNIC5'
+                    b'\tNIC6\tNIC7\tNIC8\tNIC9\tNIC10\tNIC11\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m\n')
+
+
+def _topo_bytes(n):
+    """``nvidia-smi topo -m`` as a separate process writing into a pipe: (rc, stdout bytes)."""
+    env = dict(os.environ)
+    env.update(n.env)
+    done = subprocess.run([sys.executable, NVIDIA_SMI, 'topo', '-m'], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, check=False)
+    assert done.stderr == b''
+    return done.returncode, done.stdout
+
+
+def _set_driver_version(n, version):
+    path = os.path.join(n.dir, 'nvidia-smi-q-x.xml')
+    with open(path, 'rb') as handle:
+        text = handle.read().decode('utf-8')
+    text, count = re.subn(r'<driver_version>[^<]*</driver_version>', '<driver_version>%s</driver_version>' % version,
+                          text)
+    assert count == 1
+    with open(path, 'wb') as handle:
+        handle.write(text.encode('utf-8'))
+
+
+def test_topo_header_in_underline_codes_for_a_545_driver(node):
+    """H100 profile (driver 545.23.08): the header line is exactly \\t ESC[4m <cells> ESC[0m, into a pipe;
+    every other byte is the bundle's."""
+    n = node('h100-sxm-8gpu-ib')
+    rc, out = _topo_bytes(n)
+    plain = n.file('nvidia-smi-topo-m.txt').encode('utf-8')
+    assert rc == 0
+    assert out.startswith(H100_TOPO_HEADER)
+    assert out == H100_TOPO_HEADER + plain.split(b'\n', 1)[1]
+    assert out.count(b'\x1b') == 2 and out.count(b'\x1b[4m') == 1 and out.count(b'\x1b[0m') == 1
+    assert plain.startswith(H100_TOPO_HEADER.replace(b'\x1b[4m', b'').replace(b'\x1b[0m', b''))
+
+
+@pytest.mark.parametrize('name', ['a100-sxm-8gpu-ib', 'pcie-4gpu-roce'])
+def test_topo_header_plain_for_a_510_driver(node, name):
+    """A100 and P100 profiles (driver 510.47.03): no escape code anywhere, the bundle's bytes."""
+    n = node(name)
+    assert parse_nvsmi_xml(n.file('nvidia-smi-q-x.xml'))['driver_version'] == '510.47.03'
+    rc, out = _topo_bytes(n)
+    assert rc == 0
+    assert b'\x1b' not in out
+    assert out == n.file('nvidia-smi-topo-m.txt').encode('utf-8')
+    assert out.startswith(b'\tGPU0\tGPU1\t')
+
+
+@pytest.mark.parametrize('version, underlined', [
+    ('510.47.03', False), ('530.30.02', False), ('534.99.99', False), ('535', True), ('535.54.03', True),
+    ('535.129.03', True), ('545.23.08', True), ('610.57.04', True), ('N/A', False), ('', False),
+])
+def test_topo_header_codes_follow_the_xml_driver_version(node, version, underlined):
+    n = node('a100-sxm-8gpu-ib')
+    _set_driver_version(n, version)
+    plain = n.file('nvidia-smi-topo-m.txt')
+    out = n.run('topo', '-m').out
+    assert out == (N.underline_topo_header(plain) if underlined else plain)
+    assert out.startswith('\t\x1b[4mGPU0\t' if underlined else '\tGPU0\t')
+    assert N.topo_header_underlined(version) is underlined
+
+
+def test_underline_topo_header_shapes():
+    assert N.underline_topo_header('\tGPU0\tCPU Affinity\nGPU0\t X \t0-7\n') == (
+        '\t\x1b[4mGPU0\tCPU Affinity\x1b[0m\nGPU0\t X \t0-7\n')
+    assert N.underline_topo_header('\tGPU0\tCPU Affinity\r\nGPU0\t X \t0-7\r\n') == (
+        '\t\x1b[4mGPU0\tCPU Affinity\x1b[0m\r\nGPU0\t X \t0-7\r\n')
+    coded = '\t\x1b[4mGPU0\x1b[0m\nGPU0\t X \n'
+    assert N.underline_topo_header(coded) == coded
+    for text in ('', '\n', 'GPU0\tGPU1\n', '        GPU0    GPU1\n'):
+        assert N.underline_topo_header(text) == text
+
+
+@pytest.mark.parametrize('name', ['h100-sxm-8gpu-ib', 'a100-sxm-8gpu-ib', 'pcie-4gpu-roce'])
+def test_topo_reads_back_like_the_bundle_through_the_collection_parser(node, name):
+    n = node(name)
+    printed = parse_topo_matrix(n.run('topo', '-m').out)
+    assert printed == parse_topo_matrix(n.file('nvidia-smi-topo-m.txt'))
+    assert printed['gpus'] and not printed.get('warnings')
+
+
+def test_topo_header_codes_survive_topo_faults(node):
+    n = node(faults=[('gpu_missing', {'gpu': 2}), ('nvlink_down', {'gpu': 3})])
+    plain = n.file('nvidia-smi-topo-m.txt')
+    out = n.run('topo', '-m').out
+    assert out == N.underline_topo_header(plain) != plain
+    assert out.startswith('\t\x1b[4mGPU0\tGPU1\tGPU2\tGPU3\tGPU4\tGPU5\tGPU6\tNIC0\t')
 
 
 # ---------------------------------------------------------------- driver not loaded
