@@ -4,17 +4,17 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Derive the simulator's hardware profiles from the real captures.
 
-A profile is a capture bundle (the layout of .build/CONTRACT.md: nvidia-smi
-outputs plus a sysfs tree) with ``profile.yml`` (what it is and what it was
-derived from) and ``sim/`` (data only the replaying nvidia-smi needs). Every
-value comes from a real capture in tests/fixtures/real/ or from a rule
-recorded in profile.yml (``derivations`` / ``synthetic``); the captures are
-only read.
+A profile is a capture bundle (the layout playbooks/capture.yml writes:
+nvidia-smi outputs plus a sysfs tree) with ``profile.yml`` (what it is and
+what it was derived from) and ``sim/`` (data only the replaying nvidia-smi
+needs). Every value comes from a real capture in tests/fixtures/real/ or from
+a rule recorded in profile.yml (``derivations`` / ``synthetic``); the captures
+are only read.
 
     python3 -m simulator.build_profiles            # (re)write simulator/profiles/
     python3 -m simulator.build_profiles --check    # exit 1 if the committed profiles differ
 
-The output is deterministic: tests/unit/simulator/test_build_profiles.py
+The output is deterministic: tests/unit/simulator/test_sim_build_profiles.py
 re-runs the derivation and asserts it is byte-identical to what is committed.
 """
 
