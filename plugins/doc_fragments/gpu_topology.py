@@ -24,6 +24,7 @@ options:
       - InfiniBand ports are read from C(<sysfs_root>/class/infiniband) and PCIe links and NUMA nodes
         from C(<sysfs_root>/bus/pci/devices).
       - When O(bundle_dir) is set and this option is not, C(<bundle_dir>/sys) is used.
+      - A path that is not a directory fails the module before anything is read.
     type: path
   bundle_dir:
     description:
@@ -32,7 +33,16 @@ options:
         C(sys/) (a copy of the sysfs files above), as written by the C(gpuops.node.capture) playbook.
         A C(<file>.rc) beside an output holds the exit status nvidia-smi had when it was captured.
       - Every file is optional; a missing one leaves its part of the facts out and is listed in C(missing).
+      - A C(<file>.rc) of 124 or 137 means the capture's time limit stopped that command.
     type: path
+  command_timeout:
+    description:
+      - Seconds each C(nvidia-smi) call may take. A call that takes longer is killed (with its process group), named
+        in C(outputs) with status C(timeout), and the other calls still run.
+      - A hung C(nvidia-smi) (a GPU off the bus, a wedged driver) then fails the check instead of blocking the play.
+      - Ignored when O(bundle_dir) is set.
+    type: int
+    default: 60
 attributes:
   check_mode:
     support: full

@@ -10,29 +10,44 @@ __metaclass__ = type
 import os
 
 from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle, gather_live
+from ansible_collections.gpuops.node.plugins.module_utils.topology_sources import DEFAULT_TIMEOUT, run_bounded
 
 GATHER_ARGS = dict(
     nvidia_smi=dict(type='str', default='nvidia-smi'),
     sysfs_root=dict(type='path'),
     bundle_dir=dict(type='path'),
+    command_timeout=dict(type='int', default=DEFAULT_TIMEOUT),
 )
 
 
+def _nvidia_smi(module, binary):
+    """(path, None) for a usable binary, else (None, why); (None, None) when it is simply not there."""
+    if os.path.sep not in binary:
+        return module.get_bin_path(binary, required=False), None
+    if not os.path.exists(binary):
+        return None, None
+    if os.path.isdir(binary) or not os.access(binary, os.X_OK):
+        return None, 'nvidia-smi at %s is not an executable file' % binary
+    return binary, None
+
+
 def gather_for_module(module):
-    """Gather ``gpu_topology`` as the module's options say; read-only."""
+    """Gather ``gpu_topology`` as the module's options say; read-only. Bad options fail before anything runs."""
     params = module.params
+    if params['command_timeout'] < 1:
+        module.fail_json(msg='command_timeout must be at least 1 (seconds per nvidia-smi call), got %d'
+                         % params['command_timeout'])
+    if params['sysfs_root'] and not os.path.isdir(params['sysfs_root']):
+        module.fail_json(msg='sysfs_root %s is not a directory' % params['sysfs_root'])
     if params['bundle_dir']:
         if not os.path.isdir(params['bundle_dir']):
             module.fail_json(msg='bundle_dir %s is not a directory' % params['bundle_dir'])
         return gather_bundle(params['bundle_dir'], params['sysfs_root'])
-    binary = params['nvidia_smi']
-    if os.path.sep in binary:
-        path = binary if os.access(binary, os.X_OK) else None
-    else:
-        path = module.get_bin_path(binary, required=False)
+    path, problem = _nvidia_smi(module, params['nvidia_smi'])
+    timeout = params['command_timeout']
 
     def run(argv):
         # LC_ALL=C keeps the tool's messages in the form the parsers read
-        return module.run_command(argv, environ_update={'LC_ALL': 'C'})
+        return run_bounded(argv, timeout, {'LC_ALL': 'C'})
 
-    return gather_live(run, path, params['sysfs_root'] or '/sys')
+    return gather_live(run, path, params['sysfs_root'] or '/sys', problem, timeout)

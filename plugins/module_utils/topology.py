@@ -14,87 +14,24 @@ __metaclass__ = type
 import os
 
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
-from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_errors import (
-    classify_nvsmi_failure, device_errors)
-from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_nvlink import parse_nvlink_status
-from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_topo import (
-    closest_nics, numa_from_affinity, parse_topo_matrix)
-from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_xml import parse_nvsmi_xml
+from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_errors import device_errors
+from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_topo import closest_nics, numa_from_affinity
+from ansible_collections.gpuops.node.plugins.module_utils.rawtext import bounded, decode
 from ansible_collections.gpuops.node.plugins.module_utils.sysfs import (
     read_infiniband, read_numa_nodes, read_pci_device)
+from ansible_collections.gpuops.node.plugins.module_utils.topology_sources import (
+    DRIVER_FAILURES, PARSERS, PARTS, BundleSource, CommandSource, judge_output)
 
-# part -> (bundle file name, nvidia-smi arguments, parser)
-OUTPUTS = (
-    ('xml', 'nvidia-smi-q-x.xml', ['-q', '-x'], parse_nvsmi_xml),
-    ('topo', 'nvidia-smi-topo-m.txt', ['topo', '-m'], parse_topo_matrix),
-    ('nvlink', 'nvidia-smi-nvlink-s.txt', ['nvlink', '-s'], parse_nvlink_status),
-)
-# failures that mean nvidia-smi cannot talk to the GPUs at all, whatever was asked
-DRIVER_FAILURES = ('driver_not_loaded', 'nvml_mismatch', 'nvml_missing', 'no_devices', 'permission_denied')
-BUNDLE_FILES = dict((part, fname) for part, fname, _args, _parser in OUTPUTS)
-NVSMI_ARGS = dict((part, args) for part, _fname, args, _parser in OUTPUTS)
+SCHEMA_VERSION = 2
+# the facts keys every snapshot has, in this schema
+TOP_KEYS = ('schema_version', 'driver_loaded', 'driver_error', 'driver_version', 'cuda_version', 'gpu_count', 'gpus',
+            'matrix', 'gpu_nic_affinity', 'nics', 'numa_nodes', 'outputs', 'device_errors', 'missing', 'errors',
+            'warnings')
 
 
-class BundleSource(object):
-    """Reads outputs from a capture bundle directory.
-
-    ``<file>.rc`` beside an output holds nvidia-smi's exit status when the
-    capture recorded a failure; without it the status is taken as 0.
-    """
-
-    def __init__(self, bundle_dir):
-        self.bundle_dir = bundle_dir
-
-    def label(self, part):
-        return BUNDLE_FILES[part]
-
-    def read(self, part):
-        path = os.path.join(self.bundle_dir, BUNDLE_FILES[part])
-        if not os.path.isfile(path):
-            return None
-        with open(path, 'rb') as handle:
-            text = handle.read().decode('utf-8', 'replace')
-        rc = 0
-        rc_path = path + '.rc'
-        if os.path.isfile(rc_path):
-            with open(rc_path) as handle:
-                value = handle.read().strip()
-            rc = int(value) if value.lstrip('-').isdigit() else 1
-        return rc, text, ''
-
-
-class CommandSource(object):
-    """Runs nvidia-smi on the node through a ``run_command(argv) -> (rc, out, err)`` callable."""
-
-    def __init__(self, run_command, nvidia_smi):
-        self.run_command = run_command
-        self.nvidia_smi = nvidia_smi
-
-    def label(self, part):
-        return ' '.join(['nvidia-smi'] + NVSMI_ARGS[part])
-
-    def read(self, part):
-        if self.nvidia_smi is None:
-            return None
-        rc, out, err = self.run_command([self.nvidia_smi] + NVSMI_ARGS[part])
-        return rc, out or '', err or ''
-
-
-def _int_or_none(value):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def gather(source, sysfs_root):
-    """Build the ``gpu_topology`` dict from a source and a sysfs root.
-
-    Never raises on bad input: unreadable outputs are listed in ``errors``
-    (command, line and reason) and the facts they would have given are left
-    out; absent outputs are listed in ``missing``.
-    """
-    topo = {
+def _empty():
+    return {
+        'schema_version': SCHEMA_VERSION,
         'driver_loaded': False,
         'driver_error': None,
         'driver_version': None,
@@ -105,98 +42,174 @@ def gather(source, sysfs_root):
         'gpu_nic_affinity': {},
         'nics': [],
         'numa_nodes': {},
+        'outputs': {},
         'device_errors': [],
         'missing': [],
         'errors': [],
         'warnings': [],
     }
-    parsed = {}
-    for part, _fname, _args, parser in OUTPUTS:
-        result = source.read(part)
-        if result is None:
-            topo['missing'].append(source.label(part))
-            continue
-        rc, out, err = result
-        both = out + ('\n' if out and err else '') + err
-        failure = classify_nvsmi_failure(rc, both)
-        topo['device_errors'].extend(e for e in device_errors(both) if e not in topo['device_errors'])
-        if failure is not None:
-            failed = '%s failed (exit %s): %s' % (source.label(part), rc, failure['message'])
-        if failure is not None and (failure['kind'] in DRIVER_FAILURES or not out.strip()):
-            if topo['driver_error'] is None and (part == 'xml' or failure['kind'] in DRIVER_FAILURES):
-                topo['driver_error'] = failure
-            elif part != 'xml':
-                topo['warnings'].append(failed)
-            if failure['kind'] == 'driver_not_loaded':
-                # every other query fails the same way; nothing more to read
-                break
-            continue
-        try:
-            parsed[part] = parser(_strip_device_errors(out))
-        except ParseError as exc:
-            if failure is None:
-                topo['errors'].append(exc.to_dict())
-            elif part == 'xml':
-                topo['driver_error'] = topo['driver_error'] or failure
-            else:
-                topo['warnings'].append(failed)
-            continue
-        if failure is not None:
-            # a per-GPU failure (GPU lost, one query unsupported): what was printed for the other GPUs is kept
-            topo['warnings'].append('%s exited %s (%s); kept the output it printed'
-                                    % (source.label(part), rc, failure['message']))
-        topo['warnings'].extend(parsed[part].get('warnings', []))
 
-    xml = parsed.get('xml')
-    matrix = parsed.get('topo')
-    nvlink = parsed.get('nvlink')
-    topo['driver_loaded'] = topo['driver_error'] is None and (xml is not None or matrix is not None
-                                                              or nvlink is not None)
+
+def gather(source, sysfs_root):
+    """Build the ``gpu_topology`` dict from a source and a sysfs root.
+
+    Never raises on bad input: each output's status is in ``outputs`` (see
+    ``topology_sources.judge_output``), unreadable outputs are listed in
+    ``errors`` (command, line and reason) and the facts they would have given
+    are left out; absent outputs are listed in ``missing``.
+    """
+    topo = _empty()
+    parsed = {}
+    seen_errors = set()
+    for part in PARTS:
+        label = source.label(part)
+        if topo['driver_error'] is not None and topo['driver_error']['kind'] == 'driver_not_loaded':
+            # every other query fails the same way; nothing more to read
+            topo['outputs'][part] = _output(label, 'skipped')
+            continue
+        warnings = []
+        result = source.read(part, warnings)
+        if result is None:
+            topo['missing'].append(label)
+            topo['outputs'][part] = _output(label, 'missing')
+            topo['warnings'].extend(warnings)
+            continue
+        parsed_part = _read_part(topo, part, label, result, warnings, seen_errors, source.limit)
+        if parsed_part is not None:
+            parsed[part] = parsed_part
+        topo['warnings'].extend(bounded(warnings, label))
+
+    _assemble_gpus(topo, parsed, sysfs_root)
+    _assemble_nics(topo, parsed.get('topo'), sysfs_root)
+    return topo
+
+
+def _output(label, status, failure=None, gpus=None):
+    failure = failure or {}
+    return {'source': label, 'status': status, 'rc': failure.get('rc', 0 if status == 'ok' else None),
+            'kind': failure.get('kind'), 'message': failure.get('message'), 'gpus': gpus, 'uuids': None,
+            'complete': status in ('ok', 'exit')}
+
+
+def _read_part(topo, part, label, result, warnings, seen_errors, limit):
+    """Judge and parse one output; record its status. Returns the parsed output or None."""
+    rc, out, err, timed_out = result
+    out = decode(out, label, warnings)
+    err = decode(err, label + ' (stderr)', warnings)
+    for error in device_errors(out + '\n' + err):
+        key = (error['gpu'], error['pci_bus_id'], error['reason'])
+        if key not in seen_errors:
+            seen_errors.add(key)
+            topo['device_errors'].append(error)
+    status, failure, text = judge_output(label, rc, out, err, timed_out, limit)
+    if status == 'failed' and failure['kind'] in DRIVER_FAILURES and topo['driver_error'] is None:
+        topo['driver_error'] = failure
+    topo['outputs'][part] = _output(label, status, failure)
+    if text is None:
+        return None
+    try:
+        result = PARSERS[part](_strip_device_errors(text))
+    except ParseError as exc:
+        if status == 'exit':
+            # what a failing command printed is its error text, not a damaged output
+            topo['outputs'][part].update(status='failed', complete=False)
+            return None
+        topo['errors'].append(exc.to_dict())
+        topo['outputs'][part].update(status='unreadable', message=str(exc), complete=False)
+        return None
+    if status == 'ok' and err.strip():
+        warnings.append('%s exited 0 but wrote to stderr: %s' % (label, err.strip().splitlines()[0]))
+    warnings.extend(result.get('warnings', []))
+    return result
+
+
+def _assemble_gpus(topo, parsed, sysfs_root):
+    """One entry per GPU any output lists: the XML's entries, then what only the matrix or NVLink names."""
+    xml, matrix, nvlink = parsed.get('xml'), parsed.get('topo'), parsed.get('nvlink')
+    readable = [p for p in parsed if topo['outputs'][p]['status'] in ('ok', 'exit')]
+    topo['driver_loaded'] = topo['driver_error'] is None and bool(readable)
+    gpus = []
     if xml is not None:
         topo['driver_version'] = xml['driver_version']
         topo['cuda_version'] = xml['cuda_version']
         gpus = xml['gpus']
         _renumber_around_failed(gpus, topo['device_errors'])
-    elif matrix is not None:
-        gpus = [{'index': int(name[3:]), 'uuid': None, 'name': None, 'pci_bus_id': None}
-                for name in matrix['gpus']]
-    else:
-        gpus = []
-
-    nvlink_by_index = {}
-    nvlink_by_uuid = {}
+        for gpu in gpus:
+            gpu['sources'] = ['xml']
+        _record(topo, 'xml', [g['index'] for g in gpus], [g.get('uuid') for g in gpus])
+        uuids = [g['uuid'] for g in gpus if g.get('uuid')]
+        for uuid in sorted(set(u for u in uuids if uuids.count(u) > 1)):
+            topo['warnings'].append('%s: UUID %s is printed for more than one GPU'
+                                    % (topo['outputs']['xml']['source'], uuid))
+    by_index = dict((g['index'], g) for g in gpus)
+    if matrix is not None:
+        indices = [int(name[3:]) for name in matrix['gpus']]
+        _record(topo, 'topo', indices, None)
+        for index in indices:
+            if index not in by_index:
+                by_index[index] = _stub(index)
+                gpus.append(by_index[index])
+            by_index[index]['sources'].append('topo')
+    nvlink_by_gpu = {}
     if nvlink is not None:
-        nvlink_by_index = dict((g['index'], g) for g in nvlink['gpus'])
-        nvlink_by_uuid = dict((g['uuid'], g) for g in nvlink['gpus'] if g['uuid'])
+        _record(topo, 'nvlink', [g['index'] for g in nvlink['gpus']], [g['uuid'] for g in nvlink['gpus']])
+        topo['outputs']['nvlink']['complete'] = topo['outputs']['nvlink']['complete'] and not nvlink['elided']
+        by_uuid = dict((g['uuid'], g) for g in gpus if g.get('uuid'))
+        for entry in nvlink['gpus']:
+            gpu = by_uuid.get(entry['uuid']) if entry['uuid'] else None
+            if gpu is None and not (entry['uuid'] and by_index.get(entry['index'], {}).get('uuid')):
+                gpu = by_index.get(entry['index'])
+            if gpu is None and entry['index'] not in by_index:
+                gpu = by_index[entry['index']] = _stub(entry['index'], entry['name'], entry['uuid'])
+                gpus.append(gpu)
+            if gpu is not None:
+                gpu['sources'].append('nvlink')
+                nvlink_by_gpu[id(gpu)] = entry
+    gpus.sort(key=lambda g: g['index'])
 
     for gpu in gpus:
-        label = 'GPU%d' % gpu['index']
-        affinity = (matrix or {}).get('affinity', {}).get(label, {})
-        gpu['cpu_affinity'] = affinity.get('cpu_affinity', '')
-        numa = numa_from_affinity(affinity.get('numa_affinity'))
-        pci = read_pci_device(sysfs_root, gpu.get('pci_bus_id')) if sysfs_root else None
-        if pci is not None and pci['numa_node'] is not None:
-            numa = pci['numa_node']
-        gpu['numa_node'] = numa
-        pcie = gpu.get('pcie') or {}
-        if pci is not None:
-            for key in ('gen_current', 'gen_max', 'width_current', 'width_max'):
-                if pcie.get(key) is None:
-                    pcie[key] = pci[key]
-        gpu['pcie'] = dict((k, pcie.get(k)) for k in ('gen_current', 'gen_max', 'width_current', 'width_max'))
-        links = nvlink_by_uuid.get(gpu.get('uuid')) or nvlink_by_index.get(gpu['index'])
-        if links is None:
-            gpu['nvlink_active'] = None
-            gpu['nvlink_total'] = None
-        else:
-            gpu['nvlink_active'] = sum(1 for link in links['links'] if link['active'])
-            gpu['nvlink_total'] = len(links['links'])
+        _place_gpu(topo, gpu, matrix, nvlink_by_gpu.get(id(gpu)), sysfs_root)
     topo['gpus'] = gpus
     topo['gpu_count'] = len(gpus)
-
     if matrix is not None:
         topo['matrix'] = matrix['matrix']
 
+
+def _record(topo, part, indices, uuids):
+    topo['outputs'][part]['gpus'] = sorted(indices)
+    topo['outputs'][part]['uuids'] = uuids
+
+
+def _stub(index, name=None, uuid=None):
+    """A GPU that only the matrix or NVLink output names: what -q -x would tell is unknown."""
+    return {'index': index, 'uuid': uuid, 'name': name, 'pci_bus_id': None, 'sources': []}
+
+
+def _place_gpu(topo, gpu, matrix, links, sysfs_root):
+    """NUMA node, CPU affinity, PCIe link (XML, else sysfs) and NVLink counts of one GPU."""
+    label = 'GPU%d' % gpu['index']
+    affinity = (matrix or {}).get('affinity', {}).get(label, {})
+    gpu['cpu_affinity'] = affinity.get('cpu_affinity', '')
+    numa = numa_from_affinity(affinity.get('numa_affinity'))
+    pci = read_pci_device(sysfs_root, gpu.get('pci_bus_id'), topo['warnings']) if sysfs_root else None
+    if pci is not None and pci['numa_node'] is not None:
+        numa = pci['numa_node']
+    gpu['numa_node'] = numa
+    pcie = gpu.get('pcie') or {}
+    if pci is not None:
+        for key in ('gen_current', 'gen_max', 'width_current', 'width_max'):
+            if pcie.get(key) is None:
+                pcie[key] = pci[key]
+    gpu['pcie'] = dict((k, pcie.get(k)) for k in ('gen_current', 'gen_max', 'width_current', 'width_max'))
+    if links is None:
+        gpu['nvlink_active'] = None
+        gpu['nvlink_total'] = None
+    else:
+        gpu['nvlink_active'] = sum(1 for link in links['links'] if link['active'])
+        gpu['nvlink_total'] = len(links['links'])
+
+
+def _assemble_nics(topo, matrix, sysfs_root):
     ib = read_infiniband(sysfs_root) if sysfs_root else None
     if ib is None:
         topo['missing'].append('sys/class/infiniband')
@@ -204,7 +217,7 @@ def gather(source, sysfs_root):
         topo['nics'] = [{'name': n, 'numa_node': None, 'pci_bus_id': None, 'netdevs': [], 'ports': []}
                         for n in names]
     else:
-        topo['warnings'].extend(ib['warnings'])
+        topo['warnings'].extend(bounded(ib['warnings'], 'sysfs class/infiniband'))
         topo['nics'] = ib['nics']
         if matrix is not None:
             known = set(n['name'] for n in ib['nics'])
@@ -214,11 +227,11 @@ def gather(source, sysfs_root):
                                             % name)
     for nic in topo['nics']:
         if nic.get('numa_node') is None and nic.get('pci_bus_id'):
-            pci = read_pci_device(sysfs_root, nic['pci_bus_id'])
+            pci = read_pci_device(sysfs_root, nic['pci_bus_id'], topo['warnings'])
             if pci is not None:
                 nic['numa_node'] = pci['numa_node']
 
-    numa_nodes = read_numa_nodes(sysfs_root) if sysfs_root else None
+    numa_nodes = read_numa_nodes(sysfs_root, topo['warnings']) if sysfs_root else None
     if numa_nodes is None:
         topo['missing'].append('sys/devices/system/node')
     else:
@@ -228,7 +241,6 @@ def gather(source, sysfs_root):
         for gpu_name in matrix['gpus']:
             relation, nics = closest_nics(matrix['matrix'], gpu_name, matrix['nics'])
             topo['gpu_nic_affinity'][gpu_name] = {'relation': relation, 'nics': nics}
-    return topo
 
 
 def _renumber_around_failed(gpus, errors):
@@ -266,10 +278,17 @@ def gather_bundle(bundle_dir, sysfs_root=None):
     return topo
 
 
-def gather_live(run_command, nvidia_smi, sysfs_root='/sys'):
-    """Facts from the running node. ``nvidia_smi`` None means the binary was not found."""
-    topo = gather(CommandSource(run_command, nvidia_smi), sysfs_root)
+def gather_live(run_command, nvidia_smi, sysfs_root='/sys', nvidia_smi_problem=None, limit=None):
+    """Facts from the running node.
+
+    ``run_command(argv)`` returns ``(rc, out, err)`` or ``(rc, out, err,
+    timed_out)``. ``nvidia_smi`` None means the binary could not be used;
+    ``nvidia_smi_problem`` says why (default: not found); ``limit`` is the
+    time limit ``run_command`` applies to each call, for messages.
+    """
+    topo = gather(CommandSource(run_command, nvidia_smi, limit), sysfs_root)
     if nvidia_smi is None:
-        topo['driver_error'] = {'kind': 'nvidia_smi_missing', 'rc': None,
-                                'message': 'nvidia-smi was not found on the node'}
+        kind = 'nvidia_smi_missing' if nvidia_smi_problem is None else 'nvidia_smi_unusable'
+        topo['driver_error'] = {'kind': kind, 'rc': None,
+                                'message': nvidia_smi_problem or 'nvidia-smi was not found on the node'}
     return topo

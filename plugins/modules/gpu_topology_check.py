@@ -159,8 +159,9 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.node.plugins.module_utils.gpu_topology_module import (
     GATHER_ARGS, gather_for_module)
-from ansible_collections.gpuops.node.plugins.module_utils.topology_check import (
-    check_profile, find_regressions, validate_profile)
+from ansible_collections.gpuops.node.plugins.module_utils.topology_baseline import (
+    find_regressions, other_node, validate_baseline)
+from ansible_collections.gpuops.node.plugins.module_utils.topology_check import check_profile, validate_profile
 
 
 def main():
@@ -175,10 +176,14 @@ def main():
     if problems:
         module.fail_json(msg='invalid expected profile: %s' % '; '.join(problems))
     baseline = module.params['baseline']
-    if baseline is not None and not isinstance(baseline.get('gpus', []), list):
-        module.fail_json(msg='baseline must be a gpu_topology snapshot (with a gpus list)')
+    if baseline is not None:
+        problems = validate_baseline(baseline)
+        if problems:
+            module.fail_json(msg='invalid baseline: %s' % '; '.join(problems))
 
     topology = gather_for_module(module)
+    if baseline is not None and other_node(baseline, topology):
+        module.fail_json(msg=other_node(baseline, topology), gpu_topology=topology)
     failures = check_profile(topology, module.params['expected'])
     regressions = find_regressions(baseline, topology) if baseline is not None else []
     passed = not failures and not regressions

@@ -72,3 +72,12 @@ def make_bundle(dest, xml=None, topo=None, nvlink=None, ib_tree=None, ttar=None,
     if ttar is not None:
         extract_ttar(real_path(ttar), os.path.join(dest, 'sys'))
     return dest
+
+
+PROFILES = os.path.join(os.path.dirname(__file__), '..', '..', 'simulator', 'profiles')
+
+
+def profile_text(profile, name):
+    """A file of a simulator profile: one node's outputs derived from real captures (see its profile.yml)."""
+    with open(os.path.join(PROFILES, profile, name), 'rb') as handle:
+        return handle.read().decode('utf-8')

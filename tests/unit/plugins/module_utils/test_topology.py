@@ -9,11 +9,12 @@ __metaclass__ = type
 
 import copy
 import os
+import shutil
 
 from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
-from ansible_collections.gpuops.node.plugins.module_utils.topology_check import (
-    check_profile, find_regressions, validate_profile)
-from real_captures import make_bundle, real_text
+from ansible_collections.gpuops.node.plugins.module_utils.topology_baseline import find_regressions
+from ansible_collections.gpuops.node.plugins.module_utils.topology_check import check_profile, validate_profile
+from real_captures import PROFILES, extract_ttar, make_bundle, real_text
 
 H100 = dict(topo='topo/h100-8gpu-12nic-tpgds-aihub0007-numa-off.txt', nvlink='nvlink/h100-nvlink-status-i0.txt',
             ib_tree='ib-sysfs/gpud-sys-class-infiniband-h100.0')
@@ -62,35 +63,61 @@ def test_h100_matrix_bundle(bundle):
     assert any('mlx5_2 is in the topology matrix but not in sysfs' in w for w in topo['warnings'])
 
 
-def test_dgx_a100_profile_pass_and_fail(bundle):
+def test_dgx_a100_xml_of_one_gpu_and_matrix_of_eight_disagree(bundle):
+    # two real captures of different machines: the A100 XML holds one GPU, the DGX A100 matrix eight
     topo = gather_bundle(bundle(**DGX_A100))
     assert topo['driver_version'] == '510.47.03'
-    assert topo['gpu_count'] == 1          # the XML capture holds one GPU; the matrix eight
+    assert topo['gpu_count'] == 8
+    assert topo['gpus'][0]['sources'] == ['xml', 'topo'] and topo['gpus'][1]['sources'] == ['topo']
     assert topo['gpus'][0]['numa_node'] == 3
     assert topo['gpus'][0]['cpu_affinity'] == '48-63,176-191'
     assert topo['missing'] == ['nvidia-smi-nvlink-s.txt', 'sys/class/infiniband', 'sys/devices/system/node', 'sys']
-    assert [n['name'] for n in topo['nics']][:2] == ['mlx5_0', 'mlx5_1']
-    good = {'gpu_model': 'NVIDIA A100*', 'driver_version': '510.*', 'pcie_gen_min': 4, 'pcie_width_min': 16,
-            'nvlink_relation': 'NV12', 'ecc_mode': 'Enabled', 'compute_mode': 'Default',
-            'max_ecc_uncorrected': 0, 'nic_count': 12}
+    failures = check_profile(topo, {'gpu_model': 'NVIDIA A100*', 'ecc_mode': 'Enabled', 'nvlink_relation': 'NV12'})
+    assert failures[0]['check'] == 'outputs_disagree'
+    assert failures[0]['actual'] == {'nvidia-smi-q-x.xml': 1, 'nvidia-smi-topo-m.txt': 8}
+    assert failures[0]['message'] == (
+        'nvidia-smi-q-x.xml lists 1 (GPU0), nvidia-smi-topo-m.txt lists 8 (GPU0, GPU1, GPU2, GPU3, GPU4, GPU5, GPU6, '
+        'GPU7): GPU1, GPU2, GPU3, GPU4, GPU5, GPU6, GPU7 is not in nvidia-smi-q-x.xml')
+    # GPU1-7 were never read by -q -x: every check from it says so; GPU0 passes; the matrix covers all eight
+    rest = [(f['check'], f['subject'], f['actual']) for f in failures[1:]]
+    assert rest == [(check, 'GPU%d' % i, 'not checked') for check in ('gpu_model', 'ecc_mode') for i in range(1, 8)]
+
+
+def simulated(tmp_path, profile):
+    """A bundle of a simulator profile: one node's outputs derived from real captures, with its sysfs tree."""
+    dest = str(tmp_path / profile)
+    shutil.copytree(os.path.join(PROFILES, profile), dest)
+    extract_ttar(os.path.join(dest, 'sys.ttar'), os.path.join(dest, 'sys'))
+    return dest
+
+
+def test_simulated_dgx_a100_passes_its_profile_and_fails_another(tmp_path):
+    topo = gather_bundle(simulated(tmp_path, 'a100-sxm-8gpu-ib'))
+    assert [o['status'] for o in topo['outputs'].values()] == ['ok', 'ok', 'ok']
+    good = {'gpu_count': 8, 'gpu_model': 'NVIDIA A100*', 'driver_version': '510.*', 'pcie_gen_min': 4,
+            'pcie_width_min': 16, 'nvlink_relation': 'NV12', 'nvlink_active_links': 12, 'ecc_mode': 'Enabled',
+            'compute_mode': 'Default', 'mig_mode': 'Disabled', 'max_ecc_uncorrected': 0,
+            'nic_names': ['mlx5_[0-3]', 'mlx5_[6-9]'], 'nic_count': 8, 'nic_port_state': 'ACTIVE',
+            'gpu_nic_relation_max': 'PXB'}
     assert check_profile(topo, good) == []
-    bad = dict(good, gpu_count=8, mig_mode='Disabled', persistence_mode='Enabled', pcie_gen_min=5,
-               nvlink_active_links=12, nic_port_state='ACTIVE', gpu_nic_relation_max='PIX',
-               nic_names=['mlx5_[0-3]'], nic_count=8)
+    bad = dict(good, gpu_count=16, mig_mode='Enabled', pcie_gen_min=5, nvlink_active_links=18,
+               gpu_nic_relation_max='PIX', nic_names=['mlx5_[0-3]'], nic_count=8)
     failures = check_profile(topo, bad)
-    assert checks(failures) == ['gpu_count', 'gpu_nic_relation', 'mig_mode', 'nic_count', 'nic_port_state',
-                                'nvlink_active_links', 'pcie_gen', 'persistence_mode']
-    by = dict((f['check'], f) for f in failures)
-    assert by['mig_mode']['subject'] == 'GPU0' and by['mig_mode']['actual'] == 'Enabled'
-    assert by['nvlink_active_links']['actual'] == 'not checked'
-    assert by['nic_port_state']['actual'] == 'not checked'
+    assert checks(failures) == ['gpu_count', 'gpu_nic_relation', 'mig_mode', 'nic_count', 'nvlink_active_links',
+                                'pcie_gen']
+    by = dict((f['check'], f) for f in reversed(failures))
+    assert by['mig_mode']['subject'] == 'GPU0' and by['mig_mode']['actual'] == 'Disabled'
     assert by['nic_count']['actual'] == 4
     assert sorted(f['subject'] for f in failures if f['check'] == 'gpu_nic_relation') == ['GPU%d' % i for i in range(8)]
 
 
 def test_numa_balance_on_dgx1(bundle):
     topo = gather_bundle(bundle(topo='topo/dgx1-v100-8gpu-4nic-topo-mp.txt'))
-    assert check_profile(topo, {'numa_balance': True, 'gpu_nic_relation_max': 'PIX'}) == []
+    assert check_profile(topo, {'numa_balance': True}) == []
+    # the matrix names NICs, but without sysfs nothing says they exist
+    assert [(f['check'], f['message']) for f in check_profile(topo, {'gpu_nic_relation_max': 'PIX'})] == [
+        ('gpu_nic_relation', 'not checked: sysfs class/infiniband is not available: cannot tell which NICs of the '
+                             'matrix exist')]
     uneven = copy.deepcopy(topo)
     uneven['gpus'][4]['numa_node'] = 0     # transform: GPU4 reported on the other socket
     failures = check_profile(uneven, {'numa_balance': True})
@@ -149,7 +176,7 @@ def test_driver_unloaded_after_change_loses_every_gpu(bundle, tmp_path):
     after.update(driver_loaded=False, gpus=[], gpu_count=0,
                  driver_error={'kind': 'driver_not_loaded', 'rc': 9, 'message': 'NVIDIA-SMI has failed'})
     regs = find_regressions(before, after)
-    assert [r['check'] for r in regs] == ['gpu_lost']
+    assert [r['check'] for r in regs] == ['gpu_lost'] * 8
 
 
 def test_profile_validation():
@@ -205,7 +232,9 @@ def test_gpu_with_a_failed_handle_keeps_the_others_numbered(tmp_path):
 def test_nvml_all_links_inactive_line_counts_zero_links(tmp_path):
     text = real_text('nvlink/h100-nvlink-status-i0.txt')
     # transform: every link line replaced by the NVML message drivers print when all links are down
-    head = text.splitlines()[0]
+    # and the GPU line naming the A100 of the XML
+    head = 'GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-27b94a00-ed54-5c24-b1fd-1054085de32a)'
+    assert text.splitlines()[0].startswith('GPU 0: NVIDIA H100 80GB HBM3 (UUID: ')
     inactive = head + '\n\t NVML: Unable to retrieve NVLink information as all links are inActive\n'
     files = {'nvidia-smi-q-x.xml': a100_xml(1), 'nvidia-smi-nvlink-s.txt': inactive}
     topo = gather_bundle(write_bundle(str(tmp_path / 'b'), **files))
@@ -228,10 +257,14 @@ def test_busy_gpu_with_a_slow_link_fails_pcie_gen(tmp_path):
 def test_missing_inputs_are_not_checked_rather_than_passed(bundle):
     topo = gather_bundle(bundle(**H100))
     failures = check_profile(topo, {'nic_names': ['mlx5_[0-7]_none'], 'nic_port_state': 'ACTIVE'})
-    assert [(f['check'], f['actual']) for f in failures] == [('nic_port_state', 'not checked')]
+    # the nvlink -s capture covers GPU0 of the eight in the matrix
+    assert [(f['check'], f['actual']) for f in failures] == [
+        ('outputs_disagree', {'nvidia-smi-topo-m.txt': 8, 'nvidia-smi-nvlink-s.txt': 1}),
+        ('nic_port_state', 'not checked')]
     a100 = gather_bundle(bundle(**DGX_A100))        # MIG mode: remapped rows and retired pages are N/A
     failures = check_profile(a100, {'allow_remapped_rows_pending': False})
-    assert [(f['check'], f['actual']) for f in failures] == [('remapped_rows_pending', 'not checked')]
+    assert [(f['check'], f['subject'], f['actual']) for f in failures if f['check'] != 'outputs_disagree'] == [
+        ('remapped_rows_pending', 'GPU%d' % i, 'not checked') for i in range(8)]
 
 
 def test_unreadable_xml_after_a_change_does_not_lose_every_gpu(bundle, tmp_path):
@@ -247,13 +280,17 @@ def test_unreadable_xml_after_a_change_does_not_lose_every_gpu(bundle, tmp_path)
 
 def test_link_downed_check_and_new_port_errors(tmp_path):
     before = gather_bundle(make_bundle(str(tmp_path / 'qdr'), ttar='ib-sysfs/procfs-fixture-mlx4_0-connectx3-2port-qdr.ttar'))
-    assert check_profile(before, {'nic_link_downed_max': 0}) == []
+    # a bundle with no nvidia-smi output never passes, whatever the profile asks
+    assert [f['check'] for f in check_profile(before, {'nic_link_downed_max': 0})] == ['driver_loaded']
     after = copy.deepcopy(before)
     after['nics'][0]['ports'][1]['counters']['link_downed'] = 2     # transform: port 2 flapped twice
     failures = check_profile(after, {'nic_link_downed_max': 0})
-    assert [(f['check'], f['subject'], f['actual']) for f in failures] == [('nic_link_downed', 'mlx4_0/2', 2)]
+    assert [(f['check'], f['subject'], f['actual']) for f in failures] == [
+        ('driver_loaded', 'node', False), ('nic_link_downed', 'mlx4_0/2', 2)]
     assert [(r['check'], r['subject'], r['before'], r['after']) for r in find_regressions(before, after)] == [
         ('nic_errors_new', 'mlx4_0/2', 0, 2)]
     # the H100 tree has no error counters: the check says so instead of passing
     h100 = gather_bundle(make_bundle(str(tmp_path / 'h100'), **H100))
-    assert set(f['actual'] for f in check_profile(h100, {'nic_link_downed_max': 0})) == {'not checked'}
+    failures = check_profile(h100, {'nic_link_downed_max': 0})
+    assert [f['check'] for f in failures][0] == 'outputs_disagree'
+    assert set(f['actual'] for f in failures[1:]) == {'not checked'}

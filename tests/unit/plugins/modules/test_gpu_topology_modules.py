@@ -10,31 +10,34 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.gpuops.node.plugins.module_utils import gpu_topology_module
 from ansible_collections.gpuops.node.plugins.modules import gpu_topology_check, gpu_topology_facts
-from real_captures import real_text
+from real_captures import profile_text, real_text
 
 DRIVER_MISSING = 'nvsmi-errors/couldnt-communicate-with-driver-a100-module-not-loaded.txt'
 
 
 class Recorded(object):
-    """run_command stand-in: maps an nvidia-smi argv tail to (rc, real output)."""
+    """run_bounded stand-in: maps an nvidia-smi argv tail to (rc, real output[, stderr[, timed out]])."""
 
     def __init__(self, outputs):
         self.outputs = outputs
         self.calls = []
+        self.timeouts = []
 
-    def __call__(self, args, **kwargs):
+    def __call__(self, args, timeout, environ_update=None):
         self.calls.append(list(args))
+        self.timeouts.append(timeout)
         key = ' '.join(args[1:])
-        rc, rel = self.outputs[key]
-        if callable(rel):           # a transform of a real capture
-            return rc, rel(), ''
-        return rc, real_text(rel), ''
+        rc, rel = self.outputs[key][:2]
+        err, timed_out = (tuple(self.outputs[key][2:]) + ('', False))[:2]
+        text = rel() if callable(rel) else real_text(rel)   # a transform of a real capture, or the capture
+        return rc, text.encode('utf-8') if isinstance(text, str) else text, err.encode('utf-8'), timed_out
 
 
 def run_module(mod, monkeypatch, capsys, args, outputs):
     recorded = Recorded(outputs)
-    monkeypatch.setattr(basic.AnsibleModule, 'run_command', lambda self, args, **kw: recorded(args, **kw))
+    monkeypatch.setattr(gpu_topology_module, 'run_bounded', recorded)
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path',
                         lambda self, name, required=False, opt_dirs=None: '/usr/bin/nvidia-smi')
     with patch_module_args(args):
@@ -43,10 +46,15 @@ def run_module(mod, monkeypatch, capsys, args, outputs):
     return json.loads(capsys.readouterr().out), recorded
 
 
+def a100(name):
+    """One output of the simulated DGX A100 (simulator/profiles/a100-sxm-8gpu-ib: real A100 captures, 8 GPUs)."""
+    return lambda: profile_text('a100-sxm-8gpu-ib', name)
+
+
 A100_OUTPUTS = {
-    '-q -x': (0, 'nvsmi-q-xml/a100-sxm4-40gb-mig-netdata.xml'),
-    'topo -m': (0, 'topo/dgx-a100-8gpu-12nic.txt'),
-    'nvlink -s': (0, 'nvlink/h100-nvlink-status-i0.txt'),
+    '-q -x': (0, a100('nvidia-smi-q-x.xml')),
+    'topo -m': (0, a100('nvidia-smi-topo-m.txt')),
+    'nvlink -s': (0, a100('nvidia-smi-nvlink-s.txt')),
 }
 
 
@@ -57,10 +65,16 @@ def test_facts_runs_the_three_commands(monkeypatch, capsys, tmp_path):
                               ['/usr/bin/nvidia-smi', 'nvlink', '-s']]
     topo = result['ansible_facts']['gpu_topology']
     assert result['changed'] is False
+    assert topo['schema_version'] == 2
     assert topo['driver_loaded'] is True
     assert topo['gpus'][0]['name'] == 'NVIDIA A100-SXM4-40GB'
-    assert topo['gpus'][0]['nvlink_active'] == 18
+    assert topo['gpus'][0]['nvlink_active'] == 12
+    assert topo['gpus'][0]['sources'] == ['xml', 'topo', 'nvlink']
     assert topo['matrix']['GPU0']['mlx5_1'] == 'PXB'
+    assert [(o['source'], o['status'], o['gpus']) for o in topo['outputs'].values()] == [
+        ('nvidia-smi -q -x', 'ok', list(range(8))), ('nvidia-smi topo -m', 'ok', list(range(8))),
+        ('nvidia-smi nvlink -s', 'ok', list(range(8)))]
+    assert recorded.timeouts == [60, 60, 60]
     assert topo['missing'] == ['sys/class/infiniband', 'sys/devices/system/node']
 
 
@@ -86,19 +100,19 @@ def test_facts_unreadable_output_fails_clearly(monkeypatch, capsys, tmp_path):
 
 def test_check_reports_failures_without_failing_when_asked(monkeypatch, capsys, tmp_path):
     args = {'sysfs_root': str(tmp_path), 'fail_on_mismatch': False,
-            'expected': {'gpu_count': 8, 'mig_mode': 'Disabled', 'nvlink_relation': 'NV12'}}
+            'expected': {'gpu_count': 4, 'mig_mode': 'Enabled', 'nvlink_relation': 'NV12'}}
     result, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
     assert result['passed'] is False
     assert 'failed' not in result
-    assert sorted(f['check'] for f in result['failures']) == ['gpu_count', 'mig_mode']
-    assert result['gpu_topology']['gpu_count'] == 1
+    assert sorted(set(f['check'] for f in result['failures'])) == ['gpu_count', 'mig_mode']
+    assert result['gpu_topology']['gpu_count'] == 8
 
 
 def test_check_fails_task_by_default(monkeypatch, capsys, tmp_path):
-    args = {'sysfs_root': str(tmp_path), 'expected': {'gpu_count': 8}}
+    args = {'sysfs_root': str(tmp_path), 'expected': {'gpu_count': 16}}
     result, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
     assert result['failed'] is True
-    assert 'expected 8 GPUs, found 1' in result['msg']
+    assert 'expected 16 GPUs, found 8' in result['msg']
 
 
 def test_check_baseline_regressions(monkeypatch, capsys, tmp_path):
@@ -108,16 +122,17 @@ def test_check_baseline_regressions(monkeypatch, capsys, tmp_path):
     outputs = dict(A100_OUTPUTS)
 
     def two_links_down():
-        """Transform: links 3 and 5 of the H100 capture go inactive, as the V100 capture shows them."""
-        text = real_text('nvlink/h100-nvlink-status-i0.txt')
+        """Transform: links 3 and 5 of GPU0 go inactive, as the V100 capture shows inactive links."""
+        lines = profile_text('a100-sxm-8gpu-ib', 'nvidia-smi-nvlink-s.txt').split('\n')
         for link in (3, 5):
-            text = text.replace('Link %d: 26.562 GB/s' % link, 'Link %d: <inactive>' % link)
-        return text
+            lines[1 + link] = lines[1 + link].replace('25 GB/s', '<inactive>')
+        return '\n'.join(lines)
     outputs['nvlink -s'] = (0, two_links_down)
     args['baseline'] = before['gpu_topology']
     after, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, outputs)
     assert after['passed'] is False
-    assert [(r['check'], r['before'], r['after']) for r in after['regressions']] == [('nvlink_lost', 18, 16)]
+    assert [(r['check'], r['subject'], r['before'], r['after']) for r in after['regressions']] == [
+        ('nvlink_lost', 'GPU0', 12, 10)]
 
 
 def test_check_rejects_unknown_profile_keys_before_touching_the_node(monkeypatch, capsys, tmp_path):
@@ -146,7 +161,7 @@ def test_a_failing_nvlink_query_does_not_unload_the_driver(monkeypatch, capsys, 
     assert topo['driver_loaded'] is True
     assert topo['driver_error'] is None
     assert topo['gpus'][0]['nvlink_active'] is None
-    assert any(w.startswith('nvidia-smi nvlink -s failed (exit 3)') for w in topo['warnings'])
+    assert topo['outputs']['nvlink']['status'] == 'failed' and topo['outputs']['nvlink']['rc'] == 3
 
 
 def test_missing_binary_is_reported_by_command(monkeypatch, capsys, tmp_path):
@@ -161,7 +176,7 @@ def test_missing_binary_is_reported_by_command(monkeypatch, capsys, tmp_path):
 
 
 def test_check_mode_reads_the_same(monkeypatch, capsys, tmp_path):
-    args = {'sysfs_root': str(tmp_path), 'expected': {'mig_mode': 'Enabled'}, '_ansible_check_mode': True}
+    args = {'sysfs_root': str(tmp_path), 'expected': {'mig_mode': 'Disabled'}, '_ansible_check_mode': True}
     result, recorded = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
     assert result['passed'] is True and result['changed'] is False
     assert len(recorded.calls) == 3

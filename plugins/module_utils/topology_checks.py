@@ -1,0 +1,253 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.node contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The check functions behind ``topology_check.CHECKS``: the built-in ones and one per GPU property.
+
+Each takes the check context and the profile value and returns failures
+(``check``, ``subject``, ``expected``, ``actual``, ``message``). A value that
+could not be read is ``not checked``, never a pass.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import fnmatch
+
+from ansible_collections.gpuops.node.plugins.module_utils.topology_sources import DRIVER_FAILURES, PARTS, STATUSES
+
+NOT_CHECKED = 'not checked'
+
+
+def failure(check, subject, expected, actual, message):
+    return {'check': check, 'subject': subject, 'expected': expected, 'actual': actual, 'message': message}
+
+
+def not_checked(check, subject, expected, why):
+    return failure(check, subject, expected, NOT_CHECKED, 'not checked: %s' % why)
+
+
+def _label(gpu):
+    return 'GPU%d' % gpu['index']
+
+
+def _gpu_list(indices):
+    return ', '.join('GPU%d' % i for i in sorted(indices)) or 'none'
+
+
+# ---------------------------------------------------------------- built-in checks (every profile)
+
+def check_output_unreadable(ctx, _value):
+    return [failure('output_unreadable', e.get('command'), 'readable output', 'line %s' % e.get('line_no'),
+                    e.get('message')) for e in ctx.topology.get('errors') or []]
+
+
+def check_nvsmi_exit(ctx, _value):
+    failures = []
+    for part, out in sorted(ctx.outputs.items()):
+        if out.get('status') == 'exit' or (out.get('status') == 'failed' and out.get('kind') not in DRIVER_FAILURES):
+            kept = '; what it printed was kept' if out['status'] == 'exit' else ''
+            failures.append(failure('nvsmi_exit', out['source'], 0, out.get('rc'),
+                                    '%s exited %s: %s%s' % (out['source'], out.get('rc'), out.get('message'), kept)))
+    return failures
+
+
+def check_nvsmi_timeout(ctx, _value):
+    return [failure('nvsmi_timeout', out['source'], 'finished', 'killed', out.get('message'))
+            for _part, out in sorted(ctx.outputs.items()) if out.get('status') == 'timeout']
+
+
+def check_gpu_error(ctx, _value):
+    failures = []
+    for error in ctx.topology.get('device_errors') or []:
+        subject = 'GPU%d' % error['gpu'] if error.get('gpu') is not None else error.get('pci_bus_id')
+        failures.append(failure('gpu_error', subject, 'readable', error.get('reason'),
+                                'nvidia-smi could not read %s (%s): %s'
+                                % (subject, error.get('pci_bus_id'), error.get('reason'))))
+    return failures
+
+
+def check_driver_loaded(ctx, _value):
+    if ctx.topology.get('driver_loaded'):
+        return []
+    err = ctx.topology.get('driver_error') or {}
+    message = err.get('message')
+    if not message:
+        states = ['%s: %s' % (out['source'], STATUSES.get(out['status'], out['status']))
+                  for _part, out in sorted(ctx.outputs.items())]
+        message = 'no nvidia-smi output could be read (%s)' % ('; '.join(states) or 'none was available')
+    return [failure('driver_loaded', 'node', True, False, message)]
+
+
+def _listed(ctx):
+    """Outputs that list GPUs completely: part -> set of indices."""
+    return dict((part, set(out['gpus'])) for part, out in ctx.outputs.items()
+                if out.get('status') in ('ok', 'exit') and out.get('gpus') is not None and out.get('complete'))
+
+
+def check_outputs_disagree(ctx, _value):
+    """Every output that lists GPUs lists the same ones (a GPU nvidia-smi named as failed is accounted for)."""
+    listed = dict((p, s) for p, s in _listed(ctx).items() if s or p != 'nvlink')
+    if len(listed) < 2:
+        return []
+    failed = set(e['gpu'] for e in ctx.topology.get('device_errors') or [] if e.get('gpu') is not None)
+    union = set()
+    for indices in listed.values():
+        union |= indices
+    failures = []
+    order = [p for p in PARTS if p in listed]
+    lacking = [(p, union - listed[p] - failed) for p in order if union - listed[p] - failed]
+    if lacking:
+        counts = dict((ctx.source(p), len(listed[p])) for p in order)
+        said = ', '.join('%s lists %d (%s)' % (ctx.source(p), len(listed[p]), _gpu_list(listed[p])) for p in order)
+        gaps = '; '.join('%s is not in %s' % (_gpu_list(g), ctx.source(p)) for p, g in lacking)
+        failures.append(failure('outputs_disagree', 'node', 'the same GPUs in every output', counts,
+                                '%s: %s' % (said, gaps)))
+    xml_uuids = set(u for u in (ctx.outputs.get('xml') or {}).get('uuids') or [] if u)
+    link_uuids = set(u for u in (ctx.outputs.get('nvlink') or {}).get('uuids') or [] if u)
+    if 'xml' in listed and 'nvlink' in listed and xml_uuids and link_uuids - xml_uuids:
+        strangers = sorted(link_uuids - xml_uuids)
+        failures.append(failure('outputs_disagree', 'node', 'the same GPUs in every output', strangers,
+                                '%s names GPU UUIDs %s lists nowhere: %s'
+                                % (ctx.source('nvlink'), ctx.source('xml'), ', '.join(strangers))))
+    return failures
+
+
+# ---------------------------------------------------------------- per-GPU checks
+
+def per_gpu(part, func):
+    """Run ``func(ctx, gpu, subject, value)`` on every GPU; a GPU ``part`` does not list is not checked."""
+    def run(ctx, value):
+        failures = []
+        for gpu in ctx.gpus:
+            subject = _label(gpu)
+            if part not in (gpu.get('sources') or [part]):
+                failures.append(not_checked(func.check, subject, value, '%s is not in %s' % (subject, ctx.source(part))))
+                continue
+            failures.extend(func(ctx, gpu, subject, value))
+        return failures
+    run.check = func.check
+    return run
+
+
+def _check(name):
+    def mark(func):
+        func.check = name
+        return func
+    return mark
+
+
+@_check('gpu_model')
+def check_gpu_model(_ctx, gpu, subject, pattern):
+    name = gpu.get('name')
+    if name is None:
+        return [not_checked('gpu_model', subject, pattern, 'the name of %s is unknown' % subject)]
+    if fnmatch.fnmatchcase(name, pattern):
+        return []
+    return [failure('gpu_model', subject, pattern, name, '%s is %s, expected %s' % (subject, name, pattern))]
+
+
+@_check('pcie_gen')
+def check_pcie_gen(_ctx, gpu, subject, wanted):
+    pcie = gpu.get('pcie') or {}
+    failures = []
+    if gpu.get('gpu_idle') is False and pcie.get('gen_current') is not None \
+            and (pcie.get('gen_max') or 0) >= wanted and pcie['gen_current'] < wanted:
+        # a busy GPU runs its link at the trained speed; an idle one drops it to save power
+        failures.append(failure('pcie_gen', subject, '>= %s' % wanted, pcie['gen_current'],
+                                '%s PCIe link runs at generation %s under load, expected at least %s'
+                                % (subject, pcie['gen_current'], wanted)))
+    return failures + _at_least('pcie_gen', subject, pcie.get('gen_max'), wanted, 'PCIe generation')
+
+
+@_check('pcie_width')
+def check_pcie_width(_ctx, gpu, subject, wanted):
+    return _at_least('pcie_width', subject, (gpu.get('pcie') or {}).get('width_current'), wanted, 'PCIe width')
+
+
+def _at_least(check, subject, actual, wanted, what):
+    if actual is None:
+        return [not_checked(check, subject, '>= %s' % wanted, '%s of %s unknown' % (what, subject))]
+    if actual < wanted:
+        return [failure(check, subject, '>= %s' % wanted, actual,
+                        '%s %s is %s, expected at least %s' % (subject, what, actual, wanted))]
+    return []
+
+
+@_check('nvlink_active_links')
+def check_nvlink_active_links(ctx, gpu, subject, wanted):
+    active = gpu.get('nvlink_active')
+    if (ctx.outputs.get('nvlink') or {}).get('complete') is False:
+        return [not_checked('nvlink_active_links', subject, wanted,
+                            '%s was elided or incomplete' % ctx.source('nvlink'))]
+    if active is None:
+        return [not_checked('nvlink_active_links', subject, wanted, 'no %s output for %s' % (ctx.source('nvlink'),
+                                                                                              subject))]
+    if active < wanted:
+        return [failure('nvlink_active_links', subject, wanted, active,
+                        '%s has %d active NVLink links, expected %d' % (subject, active, wanted))]
+    return []
+
+
+def check_mode(key):
+    @_check(key)
+    def run(_ctx, gpu, subject, wanted):
+        actual = gpu.get(key)
+        what = key.replace('_', ' ')
+        if actual is None:
+            return [not_checked(key, subject, wanted, '%s of %s is N/A or could not be read' % (what, subject))]
+        if actual.lower() != wanted.lower():
+            return [failure(key, subject, wanted, actual, '%s %s is %s, expected %s' % (subject, what, actual, wanted))]
+        return []
+    return run
+
+
+def _unreadable(gpu, prefixes):
+    return [u for u in gpu.get('unreadable') or [] if u.startswith(prefixes)]
+
+
+@_check('ecc_uncorrected')
+def check_ecc_uncorrected(_ctx, gpu, subject, wanted):
+    expected = '<= %d' % wanted
+    bad = _unreadable(gpu, ('ecc_errors/',))
+    if bad:
+        return [not_checked('ecc_uncorrected', subject, expected,
+                            'ECC counters of %s could not be read (%s)' % (subject, '; '.join(bad)))]
+    values = [v for v in (gpu.get('ecc_uncorrected_volatile'), gpu.get('ecc_uncorrected_aggregate')) if v is not None]
+    if not values:
+        return [not_checked('ecc_uncorrected', subject, expected, 'ECC counters of %s are N/A' % subject)]
+    if max(values) > wanted:
+        return [failure('ecc_uncorrected', subject, expected, max(values),
+                        '%s has %d uncorrectable ECC errors' % (subject, max(values)))]
+    return []
+
+
+@_check('retired_pages_pending')
+def check_retired_pages(_ctx, gpu, subject, allowed):
+    if allowed:
+        return []
+    bad = _unreadable(gpu, ('pending_retirement',))
+    if bad:
+        return [not_checked('retired_pages_pending', subject, False,
+                            'page retirement of %s could not be read (%s)' % (subject, '; '.join(bad)))]
+    if gpu.get('retired_pages_pending'):
+        return [failure('retired_pages_pending', subject, False, True,
+                        '%s has page retirement pending (reset the GPU)' % subject)]
+    return []
+
+
+@_check('remapped_rows_pending')
+def check_remapped_rows(_ctx, gpu, subject, allowed):
+    if allowed:
+        return []
+    bad = _unreadable(gpu, ('remapped_row_',))
+    if bad:
+        return [not_checked('remapped_rows_pending', subject, False,
+                            'row remapping of %s could not be read (%s)' % (subject, '; '.join(bad)))]
+    if gpu.get('remapped_rows_pending') or gpu.get('remapping_failure'):
+        what = 'row remapping failed' if gpu.get('remapping_failure') else 'row remapping pending (reset the GPU)'
+        return [failure('remapped_rows_pending', subject, False, True, '%s has %s' % (subject, what))]
+    if gpu.get('remapped_rows_pending') is None and gpu.get('retired_pages_pending') is None:
+        return [not_checked('remapped_rows_pending', subject, False,
+                            'neither remapped rows nor retired pages are reported for %s' % subject)]
+    return []

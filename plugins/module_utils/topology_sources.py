@@ -1,0 +1,196 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.node contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Where the nvidia-smi outputs come from, and what a failed output means.
+
+A source gives, for each part (``xml``, ``topo``, ``nvlink``), the raw result
+of one nvidia-smi query: a live node runs the command with a time limit, a
+capture bundle reads the file and its ``.rc``. ``judge_output`` turns a raw
+result into a status by one decision table; nothing else decides it.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+import signal
+import subprocess
+
+from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_errors import classify_nvsmi_failure
+from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_nvlink import parse_nvlink_status
+from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_topo import parse_topo_matrix
+from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_xml import parse_nvsmi_xml
+from ansible_collections.gpuops.node.plugins.module_utils.rawtext import decode
+
+# part -> (bundle file name, nvidia-smi arguments, parser)
+OUTPUTS = (
+    ('xml', 'nvidia-smi-q-x.xml', ['-q', '-x'], parse_nvsmi_xml),
+    ('topo', 'nvidia-smi-topo-m.txt', ['topo', '-m'], parse_topo_matrix),
+    ('nvlink', 'nvidia-smi-nvlink-s.txt', ['nvlink', '-s'], parse_nvlink_status),
+)
+PARTS = tuple(part for part, _fname, _args, _parser in OUTPUTS)
+PARSERS = dict((part, parser) for part, _fname, _args, parser in OUTPUTS)
+BUNDLE_FILES = dict((part, fname) for part, fname, _args, _parser in OUTPUTS)
+NVSMI_ARGS = dict((part, args) for part, _fname, args, _parser in OUTPUTS)
+COMMANDS = dict((part, ' '.join(['nvidia-smi'] + args)) for part, _fname, args, _parser in OUTPUTS)
+# failures that mean nvidia-smi cannot talk to the GPUs at all, whatever was asked
+DRIVER_FAILURES = ('driver_not_loaded', 'nvml_mismatch', 'nvml_missing', 'no_devices', 'permission_denied')
+DEFAULT_TIMEOUT = 60
+# the status timeout(1) gives a command it stopped; capture bundles record it in <file>.rc
+TIMEOUT_RC = (124, 137)
+# seconds to wait for a killed command to go; one stuck in the kernel is left behind
+_REAP_SECONDS = 5
+
+# Statuses of one output, in the facts' ``outputs.<part>.status``.
+STATUSES = {
+    'ok': 'read',
+    'exit': 'exit status not 0; what it printed was read',
+    'failed': 'nvidia-smi printed a failure instead of the output',
+    'timeout': 'did not finish in time and was killed',
+    'unreadable': 'printed something the parser could not read',
+    'missing': 'not available (no file in the bundle, no nvidia-smi on the node)',
+    'skipped': 'not run: an earlier query showed the driver is not loaded',
+}
+
+
+def run_bounded(argv, timeout, environ_update=None):
+    """Run ``argv`` for at most ``timeout`` seconds: ``(rc, stdout bytes, stderr bytes, timed_out)``.
+
+    On time-out the whole process group is killed and what it printed so far is
+    returned with ``rc`` None. A command that cannot be started gives ``rc`` None
+    and the reason in stderr.
+    """
+    env = dict(os.environ)
+    env.update(environ_update or {})
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=env, start_new_session=True)
+    except OSError as exc:
+        return None, b'', ('cannot run %s: %s' % (argv[0], exc.strerror)).encode('utf-8'), False
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return proc.returncode, out, err, False
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            out, err = proc.communicate(timeout=_REAP_SECONDS)
+        except subprocess.TimeoutExpired:
+            # stuck in the kernel (a GPU off the bus): leave it, keep nothing
+            out, err = b'', b''
+        return None, out or b'', err or b'', True
+
+
+class BundleSource(object):
+    """Reads outputs from a capture bundle directory.
+
+    ``<file>.rc`` beside an output holds nvidia-smi's exit status when the
+    capture recorded a failure (124 or 137: the capture's time limit stopped
+    it); without it the status is 0.
+    """
+
+    limit = None
+
+    def __init__(self, bundle_dir):
+        self.bundle_dir = bundle_dir
+
+    def label(self, part):
+        return BUNDLE_FILES[part]
+
+    def read(self, part, warnings):
+        """``(rc, stdout, stderr, timed_out)``, or None when the bundle has no such file."""
+        path = os.path.join(self.bundle_dir, BUNDLE_FILES[part])
+        if not os.path.isfile(path):
+            if os.path.exists(path):
+                warnings.append('%s is not a regular file' % BUNDLE_FILES[part])
+            return None
+        with open(path, 'rb') as handle:
+            data = handle.read()
+        rc = 0
+        rc_path = path + '.rc'
+        if os.path.isfile(rc_path):
+            with open(rc_path, 'rb') as handle:
+                value = decode(handle.read(), BUNDLE_FILES[part] + '.rc', warnings).strip()
+            if value.lstrip('-').isdigit() and value.isascii():
+                rc = int(value)
+            else:
+                rc = 1
+                warnings.append('%s.rc holds %r, not an exit status: taken as a failure (exit 1)'
+                                % (BUNDLE_FILES[part], value[:40]))
+        elif os.path.exists(rc_path):
+            rc = 1
+            warnings.append('%s.rc is not a regular file: taken as a failure (exit 1)' % BUNDLE_FILES[part])
+        return rc, data, b'', rc in TIMEOUT_RC
+
+
+class CommandSource(object):
+    """Runs nvidia-smi on the node through ``run(argv)``.
+
+    ``run`` returns ``(rc, out, err)`` or ``(rc, out, err, timed_out)``, as
+    ``run_bounded`` does; ``nvidia_smi`` None means the binary was not found;
+    ``limit`` is the time limit ``run`` applies, in seconds, for messages.
+    """
+
+    def __init__(self, run, nvidia_smi, limit=None):
+        self.run = run
+        self.nvidia_smi = nvidia_smi
+        self.limit = limit
+
+    def label(self, part):
+        return COMMANDS[part]
+
+    def read(self, part, warnings):
+        if self.nvidia_smi is None:
+            return None
+        result = self.run([self.nvidia_smi] + NVSMI_ARGS[part])
+        rc, out, err = result[:3]
+        timed_out = len(result) > 3 and bool(result[3])
+        return rc, out or b'', err or b'', timed_out
+
+
+def judge_output(label, rc, out, err, timed_out, limit=None):
+    """What one raw output means: ``(status, failure, text)``.
+
+    ``failure`` is ``{kind, message, rc}`` or None; ``text`` is what the parser
+    reads (None when there is nothing to read). The one decision table:
+
+    ======== ========== ============================== ============ ===========================================
+    timed    exit       whole-output failure form      stdout       status (what the facts and the check do)
+    out      status     (first line, or any line when
+                        the exit status is not 0)
+    ======== ========== ============================== ============ ===========================================
+    yes      any        any                            any          timeout: part left out; nvsmi_timeout
+    no       any        driver-level (not loaded,      any          failed: driver_error set, driver_loaded
+                        NVML, no devices, permission)               false; the check fails driver_loaded
+    no       not 0      other or none                  empty        failed: part left out; nvsmi_exit
+    no       not 0      other or none                  printed      exit: parsed and kept; nvsmi_exit with the
+                                                                    tool's first line
+    no       0          none                           any          ok: parsed (a parse error: unreadable)
+    ======== ========== ============================== ============ ===========================================
+
+    stderr is never parsed: with exit status 0 and a readable stdout, stderr
+    (for example "Failed to initialize NVML: Unknown Error") is a warning.
+    """
+    if timed_out:
+        if limit:
+            message = '%s did not finish within %s s and was killed' % (label, limit)
+        else:
+            message = '%s was stopped by the capture\'s time limit (exit %s)' % (label, rc)
+        return 'timeout', {'kind': 'timeout', 'rc': rc, 'message': message}, None
+    if rc is None:
+        return 'failed', {'kind': 'unknown', 'rc': None, 'message': err.strip() or '%s could not run' % label}, None
+    both = out + ('\n' if out and err else '') + err
+    failure = classify_nvsmi_failure(rc, out if rc == 0 else both)
+    if failure is None and rc == 0 and not out.strip() and err.strip():
+        # nothing on stdout: stderr is the whole output
+        failure = classify_nvsmi_failure(rc, err)
+    if failure is not None and failure['kind'] in DRIVER_FAILURES:
+        return 'failed', failure, None
+    if failure is not None:
+        if not out.strip():
+            return 'failed', failure, None
+        return 'exit', failure, out
+    return 'ok', None, out
