@@ -73,8 +73,8 @@ def check_driver_loaded(ctx, _value):
     err = ctx.topology.get('driver_error') or {}
     message = err.get('message')
     if not message:
-        states = ['%s: %s' % (out['source'], STATUSES.get(out['status'], out['status']))
-                  for _part, out in sorted(ctx.outputs.items())]
+        states = ['%s: %s' % (ctx.outputs[p]['source'], STATUSES.get(ctx.outputs[p]['status'], ctx.outputs[p]['status']))
+                  for p in PARTS if p in ctx.outputs]
         message = 'no nvidia-smi output could be read (%s)' % ('; '.join(states) or 'none was available')
     return [failure('driver_loaded', 'node', True, False, message)]
 
@@ -115,14 +115,15 @@ def check_outputs_disagree(ctx, _value):
 
 # ---------------------------------------------------------------- per-GPU checks
 
-def per_gpu(part, func):
-    """Run ``func(ctx, gpu, subject, value)`` on every GPU; a GPU ``part`` does not list is not checked."""
+def per_gpu(parts, func):
+    """Run ``func(ctx, gpu, subject, value)`` on every GPU; a GPU none of ``parts`` lists is not checked."""
     def run(ctx, value):
         failures = []
         for gpu in ctx.gpus:
             subject = _label(gpu)
-            if part not in (gpu.get('sources') or [part]):
-                failures.append(not_checked(func.check, subject, value, '%s is not in %s' % (subject, ctx.source(part))))
+            if not set(parts) & set(gpu.get('sources') or parts):
+                failures.append(not_checked(func.check, subject, value, '%s is not in %s'
+                                            % (subject, ' or '.join(ctx.source(p) for p in parts))))
                 continue
             failures.extend(func(ctx, gpu, subject, value))
         return failures
