@@ -5,14 +5,21 @@
 #
 # Capture a gpuops.node bundle: what gpuops.node.gpu_topology_facts reads, as files.
 #
-#   gpuops-capture.sh WORK_DIR [NVIDIA_SMI] [SYSFS_ROOT] [NAME]
+#   gpuops-capture.sh WORK_DIR [NVIDIA_SMI] [SYSFS_ROOT] [NAME] [TIMEOUT]
 #
 # Writes WORK_DIR/bundle/ (layout below) and WORK_DIR/bundle.tar.gz. Read-only
 # everywhere else: it only runs nvidia-smi queries and reads sysfs. POSIX sh.
 #
+# TIMEOUT (a positive integer, default 60) is how many seconds each nvidia-smi
+# call may run: it runs under `timeout -k 5 TIMEOUT` when coreutils timeout is
+# there (without it the call runs unbounded, and capture.source says so). A
+# call that runs longer is stopped and the next step runs.
+#
 #   nvidia-smi-q-x.xml, nvidia-smi-topo-m.txt, nvidia-smi-nvlink-s.txt
 #       stdout then stderr of the command, as the modules read it live;
-#       <file>.rc holds the exit status when it is not 0
+#       <file>.rc holds the exit status when it is not 0: 124 when the
+#       command timed out (137 when it had to be killed), keeping what it
+#       printed until then
 #   sys/class/infiniband/<hca>/ports/<n>/{state,phys_state,rate,link_layer,counters/<error counters>}
 #   sys/class/infiniband/<hca>/device -> ../../../bus/pci/devices/<address>
 #       (or device/numa_node when the HCA has no PCI address)
@@ -21,23 +28,70 @@
 #   capture.source    host, date, kernel, driver, command lines
 set -u
 
-work=${1:?usage: gpuops-capture.sh WORK_DIR [NVIDIA_SMI] [SYSFS_ROOT] [NAME]}
+usage='usage: gpuops-capture.sh WORK_DIR [NVIDIA_SMI] [SYSFS_ROOT] [NAME] [TIMEOUT]'
+work=${1:?$usage}
 smi=${2:-nvidia-smi}
 sysfs=${3:-/sys}
 name=${4:-$(hostname 2>/dev/null || uname -n)}
+limit=${5:-60}
 bundle=$work/bundle
 commands=
 pci_addrs=
+
+# TIMEOUT: digits, not all zeros
+case $limit in
+    *[!0-9]*) limit_ok= ;;
+    *[1-9]*) limit_ok=1 ;;
+    *) limit_ok= ;;
+esac
+if [ -z "$limit_ok" ]; then
+    echo "gpuops-capture.sh: TIMEOUT must be a positive whole number of seconds, got '$limit'" >&2
+    echo "$usage" >&2
+    exit 2
+fi
+limit=$(printf '%s\n' "$limit" | sed 's/^0*//')
 
 mkdir -p "$bundle" || exit 1
 LC_ALL=C
 export LC_ALL
 
+# smi_call OUT ERR ARGS...: nvidia-smi ARGS, stdout into OUT and stderr into ERR, under timeout when the
+# node has it: TERM after $limit s, KILL 5 s later. Without --foreground, timeout signals its whole process
+# group, itself included, so even a process that KILL cannot end yet (stuck in the driver) does not hold up
+# the capture. The command runs in a subshell that redirects and execs it: what this shell says about a
+# command killed by a signal ("Killed") goes to /dev/null, not into ERR (dash redirects in the parent).
+if command -v timeout >/dev/null 2>&1 && timeout -k 5 10 true </dev/null >/dev/null 2>&1; then
+    timed=1
+    limits="each nvidia-smi call under timeout -k 5 $limit"
+else
+    timed=
+    limits="no timeout command on the node: nvidia-smi calls ran without a time limit"
+fi
+smi_call() {
+    out=$1
+    err=$2
+    shift 2
+    if [ -n "$timed" ]; then
+        (exec timeout -k 5 "$limit" "$smi" "$@" </dev/null >"$out" 2>"$err") 2>/dev/null
+    else
+        (exec "$smi" "$@" </dev/null >"$out" 2>"$err") 2>/dev/null
+    fi
+}
+
+# status_note RC: how a call that timed out ended, for capture.source
+status_note() {
+    if [ -n "$timed" ] && [ "$1" -eq 124 ]; then
+        echo ": timed out after $limit s"
+    elif [ -n "$timed" ] && [ "$1" -eq 137 ]; then
+        echo ": timed out after $limit s, killed 5 s later"
+    fi
+}
+
 # run_smi FILE ARGS...: stdout, then stderr, into FILE; FILE.rc when the status is not 0
 run_smi() {
     file=$1
     shift
-    "$smi" "$@" >"$bundle/$file" 2>"$bundle/$file.stderr"
+    smi_call "$bundle/$file" "$bundle/$file.stderr" "$@"
     rc=$?
     if [ -s "$bundle/$file.stderr" ]; then
         if [ -s "$bundle/$file" ] && [ -n "$(tail -c 1 "$bundle/$file")" ]; then
@@ -50,7 +104,20 @@ run_smi() {
         echo "$rc" >"$bundle/$file.rc"
     fi
     commands="$commands
-  $smi $* > $file   (exit status $rc)"
+  $smi $* > $file   (exit status $rc$(status_note "$rc"))"
+}
+
+# query ARGS...: nvidia-smi's stdout into $work/query.out, a file: a process that outlived its timeout would
+# keep a pipe open, and the reader waiting. A query that timed out is noted for capture.source.
+queries=
+query() {
+    smi_call "$work/query.out" /dev/null "$@"
+    qrc=$?
+    note=$(status_note "$qrc")
+    if [ -n "$note" ]; then
+        queries="$queries
+  $smi $*   (exit status $qrc$note)"
+    fi
 }
 
 # copy REL: $sysfs/REL -> $bundle/sys/REL, when readable
@@ -79,8 +146,8 @@ run_smi nvidia-smi-nvlink-s.txt nvlink -s
 
 # GPUs: what nvidia-smi reports, plus every NVIDIA display/3D controller in sysfs
 # (finds the GPUs even when the driver is not loaded or a GPU fell off the bus)
-gpus=$("$smi" --query-gpu=pci.bus_id --format=csv,noheader 2>/dev/null |
-    tr 'A-F' 'a-f' | sed -n 's/^ *[0-9a-f]*\([0-9a-f]\{4\}:[0-9a-f]\{2\}:[0-9a-f]\{2\}\.[0-7]\) *$/\1/p')
+query --query-gpu=pci.bus_id --format=csv,noheader
+gpus=$(tr 'A-F' 'a-f' <"$work/query.out" | sed -n 's/^ *[0-9a-f]*\([0-9a-f]\{4\}:[0-9a-f]\{2\}:[0-9a-f]\{2\}\.[0-7]\) *$/\1/p')
 for dev in "$sysfs"/bus/pci/devices/*; do
     [ -f "$dev/vendor" ] || continue
     [ "$(cat "$dev/vendor" 2>/dev/null)" = 0x10de ] || continue
@@ -142,7 +209,8 @@ done
 
 driver=$(sed -n '1p' /proc/driver/nvidia/version 2>/dev/null)
 if [ -z "$driver" ]; then
-    driver=$("$smi" --query-gpu=driver_version --format=csv,noheader 2>/dev/null | sed -n '1p')
+    query --query-gpu=driver_version --format=csv,noheader
+    driver=$(sed -n '1p' "$work/query.out")
 fi
 product=$(cat "$sysfs/class/dmi/id/sys_vendor" "$sysfs/class/dmi/id/product_name" 2>/dev/null | tr '\n' ' ' | sed 's/ *$//')
 
@@ -153,8 +221,8 @@ Date: $(date -u +%Y-%m-%dT%H:%M:%SZ)
 Kernel: $(uname -srm)
 Driver: ${driver:-unknown (nvidia module not loaded?)}
 Machine: ${product:-unknown}
-Commands (LC_ALL=C):$commands
-  $smi --query-gpu=pci.bus_id --format=csv,noheader   (GPU addresses, plus NVIDIA display/3D PCI functions in sysfs)
+Commands (LC_ALL=C; $limits):$commands
+  $smi --query-gpu=pci.bus_id --format=csv,noheader   (GPU addresses, plus NVIDIA display/3D PCI functions in sysfs)$queries
 Sysfs root: $sysfs
   class/infiniband/*/ports/*/{state,phys_state,rate,link_layer}, class/infiniband/*/device -> PCI address
   bus/pci/devices/<address>/{current_link_speed,current_link_width,max_link_speed,max_link_width,numa_node,vendor,device,class,net/}
@@ -164,5 +232,6 @@ RDMA devices:${hcas:- none}
 Verbatim command output; may hold GPU serial numbers and UUIDs: review before publishing.
 EOF
 
+rm -f "$work/query.out"
 tar -czf "$work/bundle.tar.gz" -C "$bundle" . || exit 1
 echo "$work/bundle.tar.gz"
