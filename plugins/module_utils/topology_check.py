@@ -215,7 +215,7 @@ CHECKS = (
           None, (), check_outputs_disagree),
     Check('gpu_error', None, None, 'nvidia-smi could not read a GPU (GPU lost, unknown error)',
           None, (), check_gpu_error),
-    Check('driver_loaded', None, None, 'nvidia-smi can talk to the driver and something it printed was read',
+    Check('driver_loaded', None, None, 'nvidia-smi cannot talk to the driver, or nothing it printed could be read',
           'nvidia_driver', (), check_driver_loaded),
     Check('gpu_count', 'gpu_count', INT, 'number of GPUs', None, ('xml', 'topo', 'nvlink'), _count),
     Check('gpu_model', 'gpu_model', GLOB, 'glob matched against every GPU name, e.g. "NVIDIA H100*"',

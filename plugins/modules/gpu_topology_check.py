@@ -28,28 +28,50 @@ extends_documentation_fragment:
 options:
   expected:
     description:
-      - The node-class profile. Every key is optional; an unknown key is an error.
-      - C(gpu_count) (int), C(gpu_model) (glob on every GPU name), C(driver_version) (glob).
-      - C(pcie_gen_min) (int, compared with C(gen_max), the generation GPU and slot support together, and with the
-        current generation when the GPU is busy; idle GPUs lower it to save power), C(pcie_width_min) (int, compared
-        with the current width).
-      - C(nvlink_relation) (relation required between every GPU pair, for example C(NV18)),
-        C(nvlink_active_links) (int, per GPU).
-      - C(persistence_mode), C(ecc_mode), C(mig_mode) (C(Enabled) or C(Disabled)), C(compute_mode) (for example C(Default)).
-      - C(max_ecc_uncorrected) (int, volatile and aggregate), C(allow_retired_pages_pending) (bool),
-        C(allow_remapped_rows_pending) (bool, also covers a remapping failure).
-      - C(nic_names) (list of globs choosing the NICs the NIC checks apply to, default all), C(nic_count),
-        C(nic_port_state) (for example C(ACTIVE)), C(nic_link_layer) (C(InfiniBand) or C(Ethernet)),
-        C(nic_rate_min_gbps) (number), C(nic_link_downed_max) (int, the ports' C(link_downed) counter).
-      - C(gpu_nic_relation_max) (worst allowed relation from each GPU to its closest selected NIC, one of C(PIX),
-        C(PXB), C(PHB), C(NODE) or C(SYS)).
-      - C(numa_balance) (bool, GPUs spread evenly over the NUMA nodes holding GPUs).
+      - The node-class profile. Every key is optional; an unknown key or a bad value is an error, before anything
+        is read from the node.
+      - Whatever the profile says, the check fails when nvidia-smi cannot be read (C(driver_loaded)), when an
+        output cannot be parsed (C(output_unreadable)), exits non-zero (C(nvsmi_exit)) or times out
+        (C(nvsmi_timeout)), when the outputs list different GPUs (C(outputs_disagree)) and when nvidia-smi could
+        not read a GPU (C(gpu_error)).
+      - A key whose input is missing or could not be read for a GPU gives a failure whose C(actual) is
+        C(not checked) for that GPU, never a pass.
+      - The keys, from the collection's table of checks (the README shows the same table with the role that
+        converges each key).
+      # generated from topology_check.CHECKS by tests/scripts/check_table.py
+      - "C(gpu_count) (int): number of GPUs."
+      - "C(gpu_model) (glob): glob matched against every GPU name, e.g. \"NVIDIA H100*\"."
+      - "C(driver_version) (glob): glob matched against the driver version, e.g. \"550.*\"."
+      - "C(pcie_gen_min) (int): lowest acceptable PCIe generation: supported (gen_max), and current when busy."
+      - "C(pcie_width_min) (int): lowest acceptable current PCIe link width."
+      - "C(nvlink_relation) (relation such as NV18): topology relation required between every GPU pair, e.g. \"NV18\"."
+      - "C(nvlink_active_links) (int): active NVLink links required on every GPU."
+      - "C(persistence_mode) (Enabled or Disabled): \"Enabled\" or \"Disabled\" on every GPU."
+      - "C(ecc_mode) (Enabled or Disabled): \"Enabled\" or \"Disabled\" on every GPU."
+      - "C(mig_mode) (Enabled or Disabled): \"Enabled\" or \"Disabled\" on every GPU."
+      - "C(compute_mode) (str): compute mode on every GPU, e.g. \"Default\"."
+      - "C(max_ecc_uncorrected) (int): most uncorrectable ECC errors tolerated per GPU (volatile and aggregate)."
+      - "C(allow_retired_pages_pending) (bool): whether a GPU may have page retirement pending."
+      - "C(allow_remapped_rows_pending) (bool): whether a GPU may have row remapping pending or failed."
+      - "C(nic_names) (list of globs): globs selecting the NICs the NIC checks apply to (leave out to select all)."
+      - "C(nic_count) (int): number of selected NICs."
+      - "C(nic_port_state) (str): state every port of the selected NICs must be in, e.g. \"ACTIVE\"."
+      - "C(nic_link_layer) (str): \"InfiniBand\" or \"Ethernet\" for every port of the selected NICs."
+      - "C(nic_rate_min_gbps) (number): lowest acceptable port rate in Gb/s."
+      - "C(nic_link_downed_max) (int): most link_downed events tolerated per port of the selected NICs."
+      - "C(gpu_nic_relation_max) (PCIe relation): worst allowed relation from each GPU to its closest selected NIC that exists in sysfs."
+      - "C(numa_balance) (bool): GPUs must be spread evenly over the NUMA nodes that hold GPUs."
+      # end of generated lines
     type: dict
     default: {}
   baseline:
     description:
       - A previous C(gpu_topology) snapshot (for example the RV(gpu_topology) this module returned before a change).
       - When set, RV(regressions) lists what got worse since then, and any regression fails the check.
+      - Anything but a snapshot of the current C(schema_version) is refused before the node is read, saying what was
+        given (a whole registered result instead of its C(gpu_topology), an empty or partial dict, a snapshot of
+        another schema, wrong types).
+      - A baseline that shares no GPU UUID or serial with the node fails as belonging to another node.
     type: dict
   fail_on_mismatch:
     description:
@@ -99,12 +121,15 @@ passed:
   sample: false
 failures:
   description:
-    - Every mismatch with O(expected).
-    - C(check) is one of C(output_unreadable), C(gpu_error), C(driver_loaded), C(gpu_count), C(gpu_model), C(driver_version),
-      C(pcie_gen), C(pcie_width), C(nvlink_relation), C(nvlink_active_links), C(persistence_mode), C(ecc_mode),
+    - Every mismatch with O(expected), and every built-in check that failed.
+    # generated from topology_check.CHECKS by tests/scripts/check_table.py
+    - C(check) is one of C(output_unreadable), C(nvsmi_exit), C(nvsmi_timeout), C(outputs_disagree),
+      C(gpu_error), C(driver_loaded), C(gpu_count), C(gpu_model), C(driver_version), C(pcie_gen),
+      C(pcie_width), C(nvlink_relation), C(nvlink_active_links), C(persistence_mode), C(ecc_mode),
       C(mig_mode), C(compute_mode), C(ecc_uncorrected), C(retired_pages_pending), C(remapped_rows_pending),
-      C(nic_count), C(nic_port_state), C(nic_link_layer), C(nic_rate), C(nic_link_downed), C(gpu_nic_relation),
-      C(numa_balance).
+      C(nic_count), C(nic_port_state), C(nic_link_layer), C(nic_rate), C(nic_link_downed),
+      C(gpu_nic_relation), C(numa_balance).
+    # end of generated lines
   returned: success
   type: list
   elements: dict
@@ -125,7 +150,7 @@ failures:
       returned: always
       sample: 18
     actual:
-      description: What the node has, or C(not checked) when the input was missing.
+      description: What the node has, or C(not checked) when the input was missing or could not be read.
       type: raw
       returned: always
       sample: 16

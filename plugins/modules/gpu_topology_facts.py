@@ -17,8 +17,9 @@ description:
     the same outputs from a capture bundle, and returns them as the C(gpu_topology) fact.
   - A node whose NVIDIA driver is not loaded is reported with RV(ansible_facts.gpu_topology.driver_loaded=false)
     and the tool's message; the module does not fail for it.
-  - Output that cannot be read makes the module fail with a message naming the command and the line;
-    parts that could be read are still returned.
+  - Output that cannot be read, or a query that timed out, makes the module fail with a message naming the command
+    (and the line); parts that could be read are still returned.
+  - Input is read as bytes; invalid UTF-8 is replaced and named in C(warnings), never a crash.
   - The module only reads; it never changes the node.
 author:
   - gpuops.node maintainers (@gpuops)
@@ -66,8 +67,13 @@ ansible_facts:
       returned: always
       type: dict
       contains:
+        schema_version:
+          description: Layout of this snapshot; M(gpuops.node.gpu_topology_check) refuses a C(baseline) of another version.
+          type: int
+          returned: always
+          sample: 2
         driver_loaded:
-          description: Whether nvidia-smi could talk to the NVIDIA driver.
+          description: Whether nvidia-smi could talk to the NVIDIA driver and at least one of its outputs was read.
           type: bool
           returned: always
           sample: true
@@ -75,8 +81,8 @@ ansible_facts:
           description:
             - Why nvidia-smi failed, or null.
             - C(kind) is one of C(driver_not_loaded) (exit 9, "couldn't communicate with the NVIDIA driver"),
-              C(nvml_mismatch), C(nvml_missing), C(no_devices), C(gpu_lost), C(permission_denied),
-              C(nvidia_smi_missing) or C(unknown); C(message) is the tool's own line; C(rc) its exit status.
+              C(nvml_mismatch), C(nvml_missing), C(no_devices), C(permission_denied), C(nvidia_smi_missing) or
+              C(nvidia_smi_unusable) (not an executable file); C(message) is the tool's own line; C(rc) its exit status.
           type: dict
           returned: always
           sample: {kind: driver_not_loaded, rc: 9, message: "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. ..."}
@@ -91,7 +97,7 @@ ansible_facts:
           returned: always
           sample: "12.4"
         gpu_count:
-          description: Number of GPUs (from C(-q -x), else from the topology matrix).
+          description: Number of GPUs any output lists (C(-q -x), the topology matrix, C(nvlink -s)).
           type: int
           returned: always
           sample: 8
@@ -105,7 +111,10 @@ ansible_facts:
               C(mig_mode_pending), C(mig_devices), C(compute_mode), C(ecc_mode), C(ecc_mode_pending),
               C(ecc_uncorrected_volatile), C(ecc_uncorrected_aggregate), C(retired_pages_pending),
               C(remapped_rows_uncorrectable), C(remapped_rows_pending), C(remapping_failure), C(performance_state),
-              C(gpu_idle) (the C(gpu_idle) clocks event reason).
+              C(gpu_idle) (the C(gpu_idle) clocks event reason), C(sources) (the outputs that list the GPU: C(xml),
+              C(topo), C(nvlink)) and C(unreadable) (values printed as an error such as C([Unknown Error]), which are
+              null and never read as 0).
+            - A GPU only the matrix or C(nvlink -s) lists has the keys those outputs give.
             - Values printed as N/A are null.
           type: list
           elements: dict
@@ -161,8 +170,18 @@ ansible_facts:
           type: dict
           returned: always
           sample: {"0": "0-47,96-143", "1": "48-95,144-191"}
+        outputs:
+          description:
+            - What became of each nvidia-smi query, by part (C(xml), C(topo), C(nvlink)).
+            - C(source) (command or bundle file), C(status) (C(ok); C(exit), a non-zero exit status with output that
+              was read; C(failed), a failure message instead of output; C(timeout), killed after O(command_timeout);
+              C(unreadable); C(missing); C(skipped) after the driver was found not loaded), C(rc), C(kind) and
+              C(message) (the failure), C(gpus) (GPU indices it lists), C(uuids), C(complete) (false when elided).
+          type: dict
+          returned: always
+          sample: {topo: {source: nvidia-smi topo -m, status: ok, rc: 0, kind: null, message: null, gpus: [0, 1], uuids: null, complete: true}}
         device_errors:
-          description: Per-GPU errors nvidia-smi printed before its output (GPU lost, unknown error).
+          description: Per-GPU errors nvidia-smi printed before its output (GPU lost, unknown error), each once.
           type: list
           elements: dict
           returned: always
@@ -197,10 +216,10 @@ def main():
     module = AnsibleModule(argument_spec=dict(GATHER_ARGS), supports_check_mode=True)
     topology = gather_for_module(module)
     facts = {'gpu_topology': topology}
-    if topology['errors']:
-        module.fail_json(
-            msg='could not read: %s' % '; '.join(e['message'] for e in topology['errors']),
-            ansible_facts=facts)
+    problems = [e['message'] for e in topology['errors']]
+    problems += [o['message'] for o in topology['outputs'].values() if o['status'] == 'timeout']
+    if problems:
+        module.fail_json(msg='could not read: %s' % '; '.join(problems), ansible_facts=facts)
     module.exit_json(changed=False, ansible_facts=facts)
 
 

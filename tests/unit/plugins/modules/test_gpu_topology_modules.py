@@ -180,3 +180,78 @@ def test_check_mode_reads_the_same(monkeypatch, capsys, tmp_path):
     result, recorded = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
     assert result['passed'] is True and result['changed'] is False
     assert len(recorded.calls) == 3
+
+
+def test_a_hung_nvidia_smi_is_killed_and_named(monkeypatch, capsys, tmp_path):
+    """The real bounded runner against a stand-in nvidia-smi that answers -q -x from a simulated A100 and hangs on
+    topo -m (a GPU that fell off the bus)."""
+    xml = tmp_path / 'q-x.xml'
+    xml.write_text(profile_text('a100-sxm-8gpu-ib', 'nvidia-smi-q-x.xml'))
+    smi = tmp_path / 'nvidia-smi'
+    smi.write_text('#!/bin/sh\ncase "$1" in -q) cat %s ;; topo) sleep 30 ;; *) exit 3 ;; esac\n' % xml)
+    smi.chmod(0o755)
+    args = {'nvidia_smi': str(smi), 'sysfs_root': str(tmp_path), 'command_timeout': 1,
+            'expected': {'gpu_count': 8, 'nvlink_relation': 'NV12'}, 'fail_on_mismatch': False}
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            gpu_topology_check.main()
+    result = json.loads(capsys.readouterr().out)
+    outputs = result['gpu_topology']['outputs']
+    assert [outputs[p]['status'] for p in ('xml', 'topo', 'nvlink')] == ['ok', 'timeout', 'failed']
+    assert [(f['check'], f['subject']) for f in result['failures']] == [
+        ('nvsmi_exit', 'nvidia-smi nvlink -s'), ('nvsmi_timeout', 'nvidia-smi topo -m'),
+        ('nvlink_relation', 'node')]
+    assert result['failures'][1]['message'] == 'nvidia-smi topo -m did not finish within 1 s and was killed'
+    assert result['gpu_topology']['gpu_count'] == 8
+
+
+@pytest.mark.parametrize('args,message', [
+    ({'command_timeout': 0}, 'command_timeout must be at least 1'),
+    ({'sysfs_root': '/sy'}, 'sysfs_root /sy is not a directory'),
+])
+def test_bad_gather_options_fail_before_anything_runs(monkeypatch, capsys, args, message):
+    result, recorded = run_module(gpu_topology_facts, monkeypatch, capsys, args, A100_OUTPUTS)
+    assert result['failed'] is True and message in result['msg'] and recorded.calls == []
+
+
+def test_non_executable_nvidia_smi_is_not_reported_as_missing(monkeypatch, capsys, tmp_path):
+    smi = tmp_path / 'nvidia-smi'
+    smi.write_text('not a program\n')
+    result, recorded = run_module(gpu_topology_facts, monkeypatch, capsys,
+                                  {'nvidia_smi': str(smi), 'sysfs_root': str(tmp_path)}, A100_OUTPUTS)
+    error = result['ansible_facts']['gpu_topology']['driver_error']
+    assert error == {'kind': 'nvidia_smi_unusable', 'rc': None,
+                     'message': 'nvidia-smi at %s is not an executable file' % smi}
+    assert recorded.calls == []
+
+
+def test_non_utf8_live_output_keeps_the_facts(monkeypatch, capsys, tmp_path):
+    outputs = dict(A100_OUTPUTS)
+    # transform: two invalid UTF-8 bytes in the matrix's legend
+    outputs['topo -m'] = (0, lambda: profile_text('a100-sxm-8gpu-ib', 'nvidia-smi-topo-m.txt').encode('utf-8')
+                          .replace(b'Legend:', b'Legend:\xff\xfe', 1))
+    result, _rec = run_module(gpu_topology_facts, monkeypatch, capsys, {'sysfs_root': str(tmp_path)}, outputs)
+    topo = result['ansible_facts']['gpu_topology']
+    assert 'failed' not in result and topo['gpu_count'] == 8 and topo['matrix']['GPU0']['GPU7'] == 'NV12'
+    assert any(w.startswith('nvidia-smi topo -m: not valid UTF-8') for w in topo['warnings'])
+
+
+def test_wrong_baseline_is_refused_before_the_node_is_read(monkeypatch, capsys, tmp_path):
+    args = {'sysfs_root': str(tmp_path), 'fail_on_mismatch': False}
+    before, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
+    args['baseline'] = before            # the whole registered result, not its gpu_topology
+    result, recorded = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
+    assert result['failed'] is True and recorded.calls == []
+    assert result['msg'].startswith('invalid baseline: baseline is a registered task result or a wrapper')
+
+
+def test_baseline_of_another_node_is_refused(monkeypatch, capsys, tmp_path):
+    args = {'sysfs_root': str(tmp_path), 'fail_on_mismatch': False}
+    h100 = dict((k, (0, lambda n=n: profile_text('h100-sxm-8gpu-ib', n)))
+                for k, n in (('-q -x', 'nvidia-smi-q-x.xml'), ('topo -m', 'nvidia-smi-topo-m.txt'),
+                             ('nvlink -s', 'nvidia-smi-nvlink-s.txt')))
+    other, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, h100)
+    args['baseline'] = other['gpu_topology']
+    result, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
+    assert result['failed'] is True
+    assert result['msg'].startswith('baseline belongs to another node: no GPU UUID or serial in common')

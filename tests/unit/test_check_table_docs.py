@@ -1,0 +1,36 @@
+# -*- coding: utf-8 -*-
+"""The README's check tables and the check module's documentation are generated from the one table of checks."""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'scripts'))
+
+import check_table  # noqa: E402  (tests/scripts)
+
+from ansible_collections.gpuops.node.plugins.module_utils.topology_check import CHECKS  # noqa: E402
+
+
+def test_generated_documents_are_current():
+    diffs = check_table.stale()
+    assert diffs == [], 'run: python3 tests/scripts/check_table.py --write\n' + '\n'.join(diffs)
+
+
+def test_every_check_has_a_troubleshooting_row():
+    with open(check_table.README) as handle:
+        readme = handle.read()
+    section = readme[readme.index('## Troubleshooting a failed check'):readme.index('## Running the tests')]
+    named = set(re.findall(r'`([a-z_]+)`', ''.join(l.split('|')[1] for l in section.splitlines()
+                                                  if l.startswith('| `'))))
+    assert sorted(c.name for c in CHECKS if c.name != 'nic_names' and c.name not in named) == []
+
+
+def test_module_documentation_parses_with_every_key():
+    import yaml
+    from ansible_collections.gpuops.node.plugins.modules import gpu_topology_check
+    doc = yaml.safe_load(gpu_topology_check.DOCUMENTATION)
+    text = ' '.join(doc['options']['expected']['description'])
+    assert all('C(%s)' % c.key in text for c in CHECKS if c.key)
