@@ -111,7 +111,7 @@ ansible_facts:
               C(mig_mode_pending), C(mig_devices), C(compute_mode), C(ecc_mode), C(ecc_mode_pending),
               C(ecc_uncorrected_volatile), C(ecc_uncorrected_aggregate), C(retired_pages_pending),
               C(remapped_rows_uncorrectable), C(remapped_rows_pending), C(remapping_failure), C(performance_state),
-              C(gpu_idle) (the C(gpu_idle) clocks event reason), C(sources) (the outputs that list the GPU: C(xml),
+              C(gpu_idle) (the C(gpu_idle) clocks event reason), C(sources) (the outputs that list the GPU, of C(xml),
               C(topo), C(nvlink)) and C(unreadable) (values printed as an error such as C([Unknown Error]), which are
               null and never read as 0).
             - A GPU only the matrix or C(nvlink -s) lists has the keys those outputs give.
