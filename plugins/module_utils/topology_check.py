@@ -294,8 +294,8 @@ def _type_error(key, kind, value):
         GLOB: isinstance(value, str) and not _bad_glob(value),
         MODE: isinstance(value, str) and value in _CHOICES[MODE],
         NUM: number and value >= 0,
-        GLOBS: isinstance(value, list) and len(value) > 0 and all(isinstance(v, str) and not _bad_glob(v)
-                                                                   for v in value),
+        GLOBS: isinstance(value, list) and len(value) > 0 and all(
+            isinstance(v, str) and not _bad_glob(v) for v in value),
         RELATION: isinstance(value, str) and value in _CHOICES[RELATION],
         LINK: isinstance(value, str) and re.match(r'^(NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)$', value) is not None,
     }[kind]

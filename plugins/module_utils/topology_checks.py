@@ -182,8 +182,8 @@ def check_nvlink_active_links(ctx, gpu, subject, wanted):
         return [not_checked('nvlink_active_links', subject, wanted,
                             '%s was elided or incomplete' % ctx.source('nvlink'))]
     if active is None:
-        return [not_checked('nvlink_active_links', subject, wanted, 'no %s output for %s' % (ctx.source('nvlink'),
-                                                                                              subject))]
+        why = 'no %s output for %s' % (ctx.source('nvlink'), subject)
+        return [not_checked('nvlink_active_links', subject, wanted, why)]
     if active < wanted:
         return [failure('nvlink_active_links', subject, wanted, active,
                         '%s has %d active NVLink links, expected %d' % (subject, active, wanted))]

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 """Render the documentation of the topology checks from their one table (``topology_check.CHECKS``).
 
