@@ -133,7 +133,9 @@ def _assemble_gpus(topo, parsed, sysfs_root):
         topo['driver_version'] = xml['driver_version']
         topo['cuda_version'] = xml['cuda_version']
         gpus = xml['gpus']
-        _renumber_around_failed(gpus, topo['device_errors'])
+        if xml['attached_gpus'] != len(gpus):
+            # a GPU is missing from the XML: the others keep their real index
+            _renumber_around_failed(gpus, topo['device_errors'])
         for gpu in gpus:
             gpu['sources'] = ['xml']
         _record(topo, 'xml', [g['index'] for g in gpus], [g.get('uuid') for g in gpus])
@@ -248,7 +250,8 @@ def _renumber_around_failed(gpus, errors):
 
     ``-q -x`` only lists the GPUs it could read, so after "Unable to determine
     the device handle for GPU1" the XML's second GPU is GPU2. The new message
-    form names the index; the old one (bus id only) cannot be placed.
+    form names the index; the old one (bus id only) cannot be placed. Only
+    called when the XML prints fewer GPUs than its ``attached_gpus``.
     """
     failed = set(e['gpu'] for e in errors if e.get('gpu') is not None)
     if not failed:

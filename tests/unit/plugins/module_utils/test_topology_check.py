@@ -249,6 +249,8 @@ def test_device_error_lines_are_deduplicated_in_linear_time(tmp_path):
     start = time.time()
     topo = gather_bundle(node(tmp_path, **{XML: lambda t: line * 32000 + t}))
     assert topo['device_errors'] == [{'gpu': 1, 'pci_bus_id': '0000:34:00.0', 'reason': 'Unknown Error'}]
+    # the XML still prints all its attached GPUs: none is renumbered, no GPU8 appears
+    assert [g['index'] for g in topo['gpus']] == list(range(8))
     assert time.time() - start < 60        # a guard against a hang, not a timing claim (bench/ has the ratio)
 
 
