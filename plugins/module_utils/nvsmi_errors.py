@@ -23,8 +23,6 @@ EXIT_CODES = {
     14: 'infoROM is corrupted',
     15: 'a GPU has fallen off the bus or is otherwise inaccessible',
     255: 'other error or internal driver error',
-    # not nvidia-smi's own: the status timeout(1) gives a command it stopped (capture bundles record it)
-    124: 'timed out',
 }
 
 _PATTERNS = (
@@ -37,7 +35,7 @@ _PATTERNS = (
     ('permission_denied', re.compile(r'Insufficient Permissions', re.IGNORECASE)),
 )
 _RC_KINDS = {9: 'driver_not_loaded', 12: 'nvml_missing', 15: 'gpu_lost', 4: 'permission_denied',
-             2: 'invalid_argument', 14: 'inforom_corrupt', 8: 'power_cables', 124: 'timeout'}
+             2: 'invalid_argument', 14: 'inforom_corrupt', 8: 'power_cables'}
 
 # "Unable to determine the device handle for GPU 0000:05:00.0: GPU is lost. ..." (old)
 # "Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error" (new)
@@ -49,7 +47,7 @@ _HANDLE_RE = re.compile(
 # Whole-output failure forms: nvidia-smi printed one of these instead of its output. With exit status 0 only
 # these count, and only as the first line: a word inside a good output (a GB200 -q -x holds
 # <power_smoothing>Insufficient Permissions</power_smoothing>) is a value, not a failure.
-_WHOLE_OUTPUT_RE = re.compile(r'^(NVIDIA-SMI has failed|Failed to initialize NVML|No devices were found|'
+WHOLE_OUTPUT_RE = re.compile(r'^(NVIDIA-SMI has failed|Failed to initialize NVML|No devices were found|'
                               r"NVML Shared Library Not Found|couldn't find libnvidia-ml)", re.IGNORECASE)
 
 
@@ -64,7 +62,7 @@ def classify_nvsmi_failure(rc, text):
     """
     text = text or ''
     lines = [l.strip() for l in text.splitlines() if l.strip()]
-    if rc == 0 and not (lines and _WHOLE_OUTPUT_RE.match(lines[0])):
+    if rc == 0 and not (lines and WHOLE_OUTPUT_RE.match(lines[0])):
         return None
     kind = None
     for name, pattern in _PATTERNS:
@@ -77,10 +75,19 @@ def classify_nvsmi_failure(rc, text):
         kind = _RC_KINDS.get(rc, 'unknown')
     message = lines[0] if lines else EXIT_CODES.get(rc, 'nvidia-smi failed with exit code %s' % rc)
     for line in lines:
-        if _WHOLE_OUTPUT_RE.match(line):
+        if WHOLE_OUTPUT_RE.match(line):
             message = line
             break
     return {'kind': kind, 'message': message, 'rc': rc}
+
+
+# "WARNING: infoROM is corrupted at gpu 0000:07:00.0" before an otherwise normal output
+_INFOROM_RE = re.compile(r'WARNING: infoROM is corrupted at gpu ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])')
+
+
+def exit_meaning(rc):
+    """What an exit status means, for a command whose output was otherwise complete."""
+    return EXIT_CODES.get(rc, 'exit status %s' % rc)
 
 
 def device_errors(text):
@@ -91,6 +98,10 @@ def device_errors(text):
     """
     found = []
     for line in (text or '').splitlines():
+        inforom = _INFOROM_RE.search(line)
+        if inforom:
+            found.append({'gpu': None, 'pci_bus_id': inforom.group(1), 'reason': 'infoROM is corrupted'})
+            continue
         match = _HANDLE_RE.search(line)
         if match:
             found.append({

@@ -33,8 +33,9 @@ def parse_nvlink_status(text):
     Like ``topo -m``, damaged output is never read as fewer links: ParseError
     names the line when a line is not a GPU, link or counter line, when link
     numbers skip or repeat, when GPU numbers do not increase, when the output
-    has no GPU at all, or when it ends before the last GPU listed as many links
-    as an earlier GPU of the same model (a cut output without an elision mark).
+    has no GPU at all, when a GPU lists fewer links than another GPU of its
+    model, or names no UUID where the others do (a cut output without an
+    elision mark).
     """
     text = clean(text)
     if text is None or not text.strip():
@@ -105,15 +106,19 @@ def parse_nvlink_status(text):
 
 
 def _check_not_cut(gpus, lines):
-    """The last GPU lists as many links as every earlier GPU of its model, unless the output was elided."""
-    last = gpus[-1]
-    if last['counters'] or last['all_inactive']:
-        return
-    peers = [len(g['links']) for g in gpus[:-1] if g['name'] == last['name'] and not g['all_inactive']]
-    if peers and len(last['links']) < max(peers):
-        line_no = len(lines)
-        while line_no > 1 and not lines[line_no - 1].strip():
-            line_no -= 1
-        raise ParseError(COMMAND, 'output ends after %d link(s) of GPU %d while GPU %d lists %d: truncated'
-                         % (len(last['links']), last['index'], gpus[peers.index(max(peers))]['index'], max(peers)),
-                         line_no, lines[line_no - 1])
+    """Every GPU lists as many links as the other GPUs of its model (nvidia-smi prints inactive links too), and
+    names its UUID when the others do; else the output was cut or lost lines."""
+    with_uuid = [g for g in gpus if g['uuid']]
+    for gpu in gpus:
+        if with_uuid and not gpu['uuid']:
+            raise ParseError(COMMAND, 'GPU %d has no UUID while GPU %d has one: the line was cut'
+                             % (gpu['index'], with_uuid[0]['index']), gpu['line_no'], lines[gpu['line_no'] - 1])
+        if gpu['counters'] or gpu['all_inactive']:
+            continue
+        peers = [g for g in gpus if g['name'] == gpu['name'] and not g['all_inactive'] and not g['counters']]
+        most = max(peers, key=lambda g: len(g['links']))
+        if len(gpu['links']) < len(most['links']):
+            line_no = gpu['line_no'] + len(gpu['links'])
+            raise ParseError(COMMAND, 'GPU %d lists %d link(s) while GPU %d of the same model lists %d: '
+                             'truncated or lines lost' % (gpu['index'], len(gpu['links']), most['index'],
+                                                          len(most['links'])), line_no, lines[line_no - 1])

@@ -178,20 +178,13 @@ def parse_topo_matrix(text):
     rename = {}
     unresolved = []
     for dev in devices:
-        if is_gpu(dev):
-            rename[dev] = dev
-        elif re.match(r'^NIC\d+$', dev):
-            if dev in legend:
-                rename[dev] = legend[dev]
-            else:
-                rename[dev] = dev
-                if legend or dev.startswith('NIC'):
-                    unresolved.append(dev)
-        else:
-            rename[dev] = dev
+        rename[dev] = legend.get(dev, dev)
+        if re.match(r'^NIC\d+$', dev) and dev not in legend:
+            unresolved.append(dev)
     if unresolved:
-        warnings.append('%s: NIC Legend has no entry for %s; kept the matrix names'
-                        % (COMMAND, ', '.join(unresolved)))
+        # drivers that name NICs NICn always print the Legend: a missing entry means the output was cut
+        raise ParseError(COMMAND, 'the NIC Legend has no entry for %s (output cut?)' % ', '.join(unresolved),
+                         len(lines), lines[-1] if lines else None)
     names = [rename[d] for d in devices]
     if len(set(names)) != len(names):
         raise ParseError(COMMAND, 'NIC Legend maps two columns to the same NIC')

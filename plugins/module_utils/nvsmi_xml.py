@@ -17,7 +17,7 @@ COMMAND = 'nvidia-smi -q -x'
 # printed where a value does not apply or is not supported: null in the facts
 _NA = ('N/A', '', '[N/A]', '[Not Supported]', 'Not Supported')
 # printed where a value exists but could not be read (NVML error): null, and listed in the GPU's ``unreadable``
-_ERROR_RE = re.compile(r'^\[.*\]$|^Unknown Error$|^GPU requires reset$', re.IGNORECASE)
+_ERROR_RE = re.compile(r'^\[.*\]$|^Unknown Error$|^GPU requires reset$|^GPU is lost$|^ERR!$', re.IGNORECASE)
 
 
 def _text(elem, path, unreadable=None):
@@ -65,6 +65,21 @@ def _yes_no(value):
         return True
     if low in ('no', 'false', 'disabled', 'not active'):
         return False
+    return None
+
+
+def _flag(elem, paths, unreadable):
+    """The first of ``paths`` that is printed, as a bool; a value that is neither yes/no nor N/A is unreadable."""
+    for path in paths:
+        value = _text(elem, path, unreadable)
+        if value is None:
+            if elem is not None and elem.find(path) is not None:
+                return None
+            continue
+        flag = _yes_no(value)
+        if flag is None:
+            unreadable.append('%s: %s' % (path, value))
+        return flag
     return None
 
 
@@ -120,13 +135,14 @@ def _gpu(index, elem):
     remapping_failure = None
     remapped_unc = None
     if remapped is not None and len(remapped):
-        remapped_pending = _yes_no(_text(remapped, 'remapped_row_pending', unreadable))
-        remapping_failure = _yes_no(_text(remapped, 'remapped_row_failure', unreadable))
+        remapped_pending = _flag(remapped, ['remapped_row_pending'], unreadable)
+        remapping_failure = _flag(remapped, ['remapped_row_failure'], unreadable)
         remapped_unc = _int(_text(remapped, 'remapped_row_unc'))
     retired = elem.find('retired_pages')
     retired_pending = None
     if retired is not None:
-        retired_pending = _yes_no(_text(retired, 'pending_retirement', unreadable))
+        # older drivers call it pending_blacklist
+        retired_pending = _flag(retired, ['pending_retirement', 'pending_blacklist'], unreadable)
     mig_devices = elem.find('mig_devices')
     ecc = elem.find('ecc_errors')
     return {
@@ -179,6 +195,12 @@ def parse_nvsmi_xml(text):
         first = text.strip().splitlines()[0]
         raise ParseError(COMMAND, 'output is not XML', 1, first)
     prefix_lines = text[:start].count('\n')
+    warnings = []
+    before = [l.strip() for l in text[:start].splitlines() if l.strip()]
+    if before:
+        warnings.append('%s: text before the XML: %s' % (COMMAND, '; '.join(before[:3])))
+    if '<!ENTITY' in text:
+        raise ParseError(COMMAND, 'entity declarations are refused (nvidia-smi never prints them)')
     try:
         root = ET.fromstring(text[start:].encode('utf-8'))
     except ET.ParseError as exc:
@@ -194,7 +216,6 @@ def parse_nvsmi_xml(text):
         raise ParseError(COMMAND, 'root element is <%s>, expected <nvidia_smi_log>' % root.tag)
     gpus = [_gpu(i, elem) for i, elem in enumerate(root.findall('gpu'))]
     attached = _int(_text(root, 'attached_gpus'))
-    warnings = []
     if attached is not None and attached != len(gpus):
         warnings.append('%s: attached_gpus says %d but %d <gpu> elements were printed'
                         % (COMMAND, attached, len(gpus)))

@@ -34,6 +34,10 @@ def read_value(path, warnings=None):
     ``warnings`` when a list is given.
     """
     sink = warnings if warnings is not None else []
+    if os.path.exists(path) and not os.path.isfile(path):
+        # a FIFO or a device would block or never end: sysfs attributes are regular files
+        sink.append('sysfs: %s is not a regular file' % path)
+        return None
     try:
         with open(path, 'rb') as handle:
             data = handle.read()
@@ -210,7 +214,7 @@ def read_infiniband(sysfs_root):
         ports = []
         ports_dir = os.path.join(hca, 'ports')
         if os.path.isdir(ports_dir):
-            for port in sorted((p for p in os.listdir(ports_dir) if p.isdigit()), key=int):
+            for port in sorted((p for p in os.listdir(ports_dir) if re.match(r'^[0-9]+$', p)), key=int):
                 pdir = os.path.join(ports_dir, port)
                 entry = {'port': int(port)}
                 for key, fname, parser in (('state', 'state', parse_port_state),

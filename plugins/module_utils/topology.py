@@ -12,9 +12,11 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import os
+from collections import Counter
 
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
-from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_errors import device_errors
+from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_errors import (
+    WHOLE_OUTPUT_RE, device_errors, exit_meaning)
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_topo import closest_nics, numa_from_affinity
 from ansible_collections.gpuops.node.plugins.module_utils.rawtext import bounded, decode
 from ansible_collections.gpuops.node.plugins.module_utils.sysfs import (
@@ -117,6 +119,9 @@ def _read_part(topo, part, label, result, warnings, seen_errors, limit):
         topo['errors'].append(exc.to_dict())
         topo['outputs'][part].update(status='unreadable', message=str(exc), complete=False)
         return None
+    if status == 'exit' and not WHOLE_OUTPUT_RE.match(failure['message']):
+        # the output was complete: its first line is not an error text
+        topo['outputs'][part]['message'] = exit_meaning(rc)
     if status == 'ok' and err.strip():
         warnings.append('%s exited 0 but wrote to stderr: %s' % (label, err.strip().splitlines()[0]))
     warnings.extend(result.get('warnings', []))
@@ -139,8 +144,9 @@ def _assemble_gpus(topo, parsed, sysfs_root):
         for gpu in gpus:
             gpu['sources'] = ['xml']
         _record(topo, 'xml', [g['index'] for g in gpus], [g.get('uuid') for g in gpus])
-        uuids = [g['uuid'] for g in gpus if g.get('uuid')]
-        for uuid in sorted(set(u for u in uuids if uuids.count(u) > 1)):
+        topo['outputs']['xml']['attached'] = xml['attached_gpus']
+        counts = Counter(g['uuid'] for g in gpus if g.get('uuid'))
+        for uuid in sorted(u for u, n in counts.items() if n > 1):
             topo['warnings'].append('%s: UUID %s is printed for more than one GPU'
                                     % (topo['outputs']['xml']['source'], uuid))
     by_index = dict((g['index'], g) for g in gpus)
@@ -265,10 +271,11 @@ def _renumber_around_failed(gpus, errors):
 
 
 def _strip_device_errors(text):
-    """Drop "Unable to determine the device handle ..." lines that precede real output."""
-    if 'Unable to determine the device handle' not in text:
+    """Drop the per-GPU error lines (device handle, infoROM) that precede real output: ``device_errors`` has them."""
+    marks = ('Unable to determine the device handle', 'WARNING: infoROM is corrupted')
+    if not any(mark in text for mark in marks):
         return text
-    return '\n'.join(l for l in text.splitlines() if 'Unable to determine the device handle' not in l)
+    return '\n'.join(l for l in text.splitlines() if not any(mark in l for mark in marks))
 
 
 def gather_bundle(bundle_dir, sysfs_root=None):

@@ -144,7 +144,20 @@ def selected_nics(topology, expected):
     return [n for n in nics if any(fnmatch.fnmatchcase(n['name'], p) for p in patterns)]
 
 
+def _nic_missing(ctx, _value):
+    """Every NIC the matrix names exists in sysfs (a dead HCA or one whose driver is not loaded does not)."""
+    if 'sys/class/infiniband' in ctx.missing:
+        return []
+    present = set(n['name'] for n in ctx.topology.get('nics') or [])
+    named = [n for n in (ctx.topology.get('matrix') or {}) if not is_gpu(n)]
+    return [failure('nic_missing', name, 'in sysfs class/infiniband', None,
+                    '%s is in %s but not in sysfs class/infiniband (HCA dead, or its driver not loaded)'
+                    % (name, ctx.source('topo'))) for name in sorted(n for n in named if n not in present)]
+
+
 def _nic_count(ctx, wanted):
+    if 'sys/class/infiniband' in ctx.missing:
+        return [not_checked('nic_count', 'node', wanted, 'sysfs class/infiniband is not available')]
     nics = selected_nics(ctx.topology, ctx.expected)
     if len(nics) == wanted:
         return []
@@ -215,6 +228,9 @@ CHECKS = (
           None, (), check_outputs_disagree),
     Check('gpu_error', None, None, 'nvidia-smi could not read a GPU (GPU lost, unknown error)',
           None, (), check_gpu_error),
+    Check('nic_missing', None, None,
+          'a NIC that topo -m names has no device in sysfs class/infiniband (HCA dead, or its driver not loaded)',
+          None, ('topo', 'sysfs'), _nic_missing),
     Check('driver_loaded', None, None, 'nvidia-smi cannot talk to the driver, or nothing it printed could be read',
           'nvidia_driver', (), check_driver_loaded),
     Check('gpu_count', 'gpu_count', INT, 'number of GPUs', None, ('xml', 'topo', 'nvlink'), _count),

@@ -47,8 +47,9 @@ def check_nvsmi_exit(ctx, _value):
     for part, out in sorted(ctx.outputs.items()):
         if out.get('status') == 'exit' or (out.get('status') == 'failed' and out.get('kind') not in DRIVER_FAILURES):
             kept = '; what it printed was kept' if out['status'] == 'exit' else ''
+            how = 'could not run' if out.get('rc') is None else 'exited %s' % out.get('rc')
             failures.append(failure('nvsmi_exit', out['source'], 0, out.get('rc'),
-                                    '%s exited %s: %s%s' % (out['source'], out.get('rc'), out.get('message'), kept)))
+                                    '%s %s: %s%s' % (out['source'], how, out.get('message'), kept)))
     return failures
 
 
@@ -88,14 +89,14 @@ def _listed(ctx):
 def check_outputs_disagree(ctx, _value):
     """Every output that lists GPUs lists the same ones (a GPU nvidia-smi named as failed is accounted for)."""
     listed = dict((p, s) for p, s in _listed(ctx).items() if s or p != 'nvlink')
-    if len(listed) < 2:
-        return []
     failed = set(e['gpu'] for e in ctx.topology.get('device_errors') or [] if e.get('gpu') is not None)
     union = set()
     for indices in listed.values():
         union |= indices
     failures = []
     order = [p for p in PARTS if p in listed]
+    if len(order) < 2:
+        order = []
     lacking = [(p, union - listed[p] - failed) for p in order if union - listed[p] - failed]
     if lacking:
         counts = dict((ctx.source(p), len(listed[p])) for p in order)
@@ -103,7 +104,13 @@ def check_outputs_disagree(ctx, _value):
         gaps = '; '.join('%s is not in %s' % (_gpu_list(g), ctx.source(p)) for p, g in lacking)
         failures.append(failure('outputs_disagree', 'node', 'the same GPUs in every output', counts,
                                 '%s: %s' % (said, gaps)))
-    xml_uuids = set(u for u in (ctx.outputs.get('xml') or {}).get('uuids') or [] if u)
+    xml = ctx.outputs.get('xml') or {}
+    if 'xml' in listed and xml.get('attached') is not None and xml['attached'] != len(listed['xml']) + len(
+            [i for i in failed if i not in listed['xml']]):
+        failures.append(failure('outputs_disagree', 'node', '%d GPUs printed' % xml['attached'], len(listed['xml']),
+                                '%s reports %d attached GPUs but prints %d: a GPU it could not read is missing'
+                                % (ctx.source('xml'), xml['attached'], len(listed['xml']))))
+    xml_uuids = set(u for u in xml.get('uuids') or [] if u)
     link_uuids = set(u for u in (ctx.outputs.get('nvlink') or {}).get('uuids') or [] if u)
     if 'xml' in listed and 'nvlink' in listed and xml_uuids and link_uuids - xml_uuids:
         strangers = sorted(link_uuids - xml_uuids)

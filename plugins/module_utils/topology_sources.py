@@ -14,6 +14,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import os
+import re
 import signal
 import subprocess
 
@@ -46,7 +47,7 @@ _REAP_SECONDS = 5
 STATUSES = {
     'ok': 'read',
     'exit': 'exit status not 0; what it printed was read',
-    'failed': 'nvidia-smi printed a failure instead of the output',
+    'failed': 'nvidia-smi failed: it printed a failure instead of the output, or could not run',
     'timeout': 'did not finish in time and was killed',
     'unreadable': 'printed something the parser could not read',
     'missing': 'not available (no file in the bundle, no nvidia-smi on the node)',
@@ -114,7 +115,7 @@ class BundleSource(object):
         if os.path.isfile(rc_path):
             with open(rc_path, 'rb') as handle:
                 value = decode(handle.read(), BUNDLE_FILES[part] + '.rc', warnings).strip()
-            if value.lstrip('-').isdigit() and value.isascii():
+            if re.match(r'^-?[0-9]+$', value):
                 rc = int(value)
             else:
                 rc = 1
@@ -181,7 +182,7 @@ def judge_output(label, rc, out, err, timed_out, limit=None):
             message = '%s was stopped by the capture\'s time limit (exit %s)' % (label, rc)
         return 'timeout', {'kind': 'timeout', 'rc': rc, 'message': message}, None
     if rc is None:
-        return 'failed', {'kind': 'unknown', 'rc': None, 'message': err.strip() or '%s could not run' % label}, None
+        return 'failed', {'kind': 'not_run', 'rc': None, 'message': err.strip() or '%s could not run' % label}, None
     both = out + ('\n' if out and err else '') + err
     failure = classify_nvsmi_failure(rc, out if rc == 0 else both)
     if failure is None and rc == 0 and not out.strip() and err.strip():

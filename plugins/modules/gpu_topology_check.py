@@ -124,11 +124,11 @@ failures:
     - Every mismatch with O(expected), and every built-in check that failed.
     # generated from topology_check.CHECKS by tests/scripts/check_table.py
     - C(check) is one of C(output_unreadable), C(nvsmi_exit), C(nvsmi_timeout), C(outputs_disagree),
-      C(gpu_error), C(driver_loaded), C(gpu_count), C(gpu_model), C(driver_version), C(pcie_gen),
-      C(pcie_width), C(nvlink_relation), C(nvlink_active_links), C(persistence_mode), C(ecc_mode),
-      C(mig_mode), C(compute_mode), C(ecc_uncorrected), C(retired_pages_pending), C(remapped_rows_pending),
-      C(nic_count), C(nic_port_state), C(nic_link_layer), C(nic_rate), C(nic_link_downed),
-      C(gpu_nic_relation), C(numa_balance).
+      C(gpu_error), C(nic_missing), C(driver_loaded), C(gpu_count), C(gpu_model), C(driver_version),
+      C(pcie_gen), C(pcie_width), C(nvlink_relation), C(nvlink_active_links), C(persistence_mode),
+      C(ecc_mode), C(mig_mode), C(compute_mode), C(ecc_uncorrected), C(retired_pages_pending),
+      C(remapped_rows_pending), C(nic_count), C(nic_port_state), C(nic_link_layer), C(nic_rate),
+      C(nic_link_downed), C(gpu_nic_relation), C(numa_balance).
     # end of generated lines
   returned: success
   type: list

@@ -71,8 +71,9 @@ def test_two_gpu_transform_reads_fully():
 
 
 @pytest.mark.parametrize('cut,keep,line_no,reason', [
-    (20 + 15, None, 35, 'output ends after 15 link(s) of GPU 1 while GPU 0 lists 18: truncated'),
-    (20, None, 20, 'output ends after 0 link(s) of GPU 1 while GPU 0 lists 18: truncated'),
+    (20 + 15, None, 35, 'GPU 1 lists 15 link(s) while GPU 0 of the same model lists 18: truncated or lines lost'),
+    (20, None, 20, 'GPU 1 lists 0 link(s) while GPU 0 of the same model lists 18: truncated or lines lost'),
+    (19, 25, 20, 'GPU 1 has no UUID while GPU 0 has one: the line was cut'),
     (20 + 15, 15, 36, 'not a GPU, link or counter line'),
 ])
 def test_truncated_output_is_unreadable_not_fewer_links(cut, keep, line_no, reason):
@@ -99,3 +100,11 @@ def test_damaged_line_is_named(line_no, replacement, reason):
 def test_byte_order_mark_and_terminal_codes_are_ignored():
     text = real_text('nvlink/h100-nvlink-status-i0.txt')
     assert parse_nvlink_status(with_bom(text)) == parse_nvlink_status(text)
+
+
+def test_a_lost_link_line_of_an_earlier_gpu_is_unreadable():
+    lines = two_h100s().split('\n')
+    del lines[18]                     # transform: GPU 0's last link line (Link 17) lost
+    with pytest.raises(ParseError) as err:
+        parse_nvlink_status('\n'.join(lines))
+    assert err.value.reason == 'GPU 0 lists 17 link(s) while GPU 1 of the same model lists 18: truncated or lines lost'

@@ -222,7 +222,9 @@ def test_gpu_with_a_failed_handle_keeps_the_others_numbered(tmp_path):
     lost = real_text('nvsmi-errors/unable-to-determine-device-handle-GPU1-then-partial-table-rtxpro6000.txt')
     first_line = lost.splitlines()[0] + '\n'
     # transform: the RTX PRO node's error line before a -q -x that lists the GPUs it could read
-    topo = gather_bundle(write_bundle(str(tmp_path / 'b'), **{'nvidia-smi-q-x.xml': first_line + a100_xml(3)}))
+    # (attached_gpus says 4: the three printed and the one that failed)
+    xml = a100_xml(3, lambda t: t.replace('<attached_gpus>1</attached_gpus>', '<attached_gpus>4</attached_gpus>'))
+    topo = gather_bundle(write_bundle(str(tmp_path / 'b'), **{'nvidia-smi-q-x.xml': first_line + xml}))
     assert [g['index'] for g in topo['gpus']] == [0, 2, 3]
     assert topo['device_errors'] == [{'gpu': 1, 'pci_bus_id': '0000:34:00.0', 'reason': 'Unknown Error'}]
     failures = check_profile(topo, {})
@@ -257,13 +259,17 @@ def test_busy_gpu_with_a_slow_link_fails_pcie_gen(tmp_path):
 def test_missing_inputs_are_not_checked_rather_than_passed(bundle):
     topo = gather_bundle(bundle(**H100))
     failures = check_profile(topo, {'nic_names': ['mlx5_[0-7]_none'], 'nic_port_state': 'ACTIVE'})
-    # the nvlink -s capture covers GPU0 of the eight in the matrix
-    assert [(f['check'], f['actual']) for f in failures] == [
+    # the nvlink -s capture covers GPU0 of the eight in the matrix; the sysfs tree holds 5 of its 12 NICs
+    assert [(f['check'], f['actual']) for f in failures if f['check'] != 'nic_missing'] == [
         ('outputs_disagree', {'nvidia-smi-topo-m.txt': 8, 'nvidia-smi-nvlink-s.txt': 1}),
         ('nic_port_state', 'not checked')]
+    assert [f['subject'] for f in failures if f['check'] == 'nic_missing'] == [
+        'mlx5_10', 'mlx5_11', 'mlx5_2', 'mlx5_3', 'mlx5_5', 'mlx5_8', 'mlx5_9']
     a100 = gather_bundle(bundle(**DGX_A100))        # MIG mode: remapped rows and retired pages are N/A
     failures = check_profile(a100, {'allow_remapped_rows_pending': False})
-    assert [(f['check'], f['subject'], f['actual']) for f in failures if f['check'] != 'outputs_disagree'] == [
+    # (the bundle directory still holds the H100 files: the outputs disagree and NICs are missing)
+    kept = [f for f in failures if f['check'] not in ('outputs_disagree', 'nic_missing')]
+    assert [(f['check'], f['subject'], f['actual']) for f in kept] == [
         ('remapped_rows_pending', 'GPU%d' % i, 'not checked') for i in range(8)]
 
 
@@ -291,6 +297,6 @@ def test_link_downed_check_and_new_port_errors(tmp_path):
         ('nic_errors_new', 'mlx4_0/2', 0, 2)]
     # the H100 tree has no error counters: the check says so instead of passing
     h100 = gather_bundle(make_bundle(str(tmp_path / 'h100'), **H100))
-    failures = check_profile(h100, {'nic_link_downed_max': 0})
+    failures = [f for f in check_profile(h100, {'nic_link_downed_max': 0}) if f['check'] != 'nic_missing']
     assert [f['check'] for f in failures][0] == 'outputs_disagree'
     assert set(f['actual'] for f in failures[1:]) == {'not checked'}

@@ -116,7 +116,8 @@ def test_exit_255_with_complete_output_fails_its_part(tmp_path):
     assert topo['matrix']['GPU0']['GPU1'] == 'NV12'       # what it printed is kept
     failures = check_profile(topo, {})
     assert checks(failures) == [('nvsmi_exit', TOPO, 255)]
-    assert failures[0]['message'].startswith('nvidia-smi-topo-m.txt exited 255: GPU0')
+    assert failures[0]['message'] == ('nvidia-smi-topo-m.txt exited 255: other error or internal driver error; '
+                                      'what it printed was kept')
 
 
 @pytest.mark.parametrize('value', ['[Unknown Error]', 'Unknown Error'])
@@ -149,7 +150,10 @@ def test_nic_legend_name_without_sysfs_device_does_not_satisfy_the_relation(tmp_
         shutil.rmtree(os.path.join(dest, 'sys', 'class', 'infiniband', name))
     topo = gather_bundle(dest)
     failures = check_profile(topo, {'gpu_nic_relation_max': 'PXB'})
-    assert checks(failures) == [('gpu_nic_relation', 'GPU0', 'SYS'), ('gpu_nic_relation', 'GPU1', 'SYS')]
+    assert checks(failures) == [('nic_missing', 'mlx5_0', None), ('nic_missing', 'mlx5_1', None),
+                                ('gpu_nic_relation', 'GPU0', 'SYS'), ('gpu_nic_relation', 'GPU1', 'SYS')]
+    # and the empty profile does not pass a node that lost an HCA
+    assert checks(check_profile(topo, {})) == [('nic_missing', 'mlx5_0', None), ('nic_missing', 'mlx5_1', None)]
 
 
 # ---------------------------------------------------------------- the baseline
