@@ -8,6 +8,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible_collections.gpuops.node.plugins.module_utils.topology import SCHEMA_VERSION, TOP_KEYS
+from ansible_collections.gpuops.node.plugins.module_utils.topology_sources import PARTS
 
 _RESULT_KEYS = ('gpu_topology', 'ansible_facts', 'failures', 'regressions', 'passed', 'changed')
 _OPT_INT = ('int', 'null')
@@ -135,9 +136,48 @@ def _regression(check, subject, before, after, message):
     return {'check': check, 'subject': subject, 'before': before, 'after': after, 'message': message}
 
 
-def find_regressions(baseline, current):
-    """What got worse between the ``baseline`` snapshot and ``current``."""
+NOT_CHECKED = 'not checked'
+_READABLE = ('ok', 'exit')
+_COVERS = {'xml': 'GPU, PCIe and ECC', 'topo': 'NVLink pair', 'nvlink': 'NVLink link'}
+
+
+def _readable(snapshot, part):
+    out = (snapshot.get('outputs') or {}).get(part) or {}
+    return out.get('status') in _READABLE and out.get('complete', True), out
+
+
+def _not_compared(baseline, current):
+    """An output read before the change and not now: what it covers cannot be compared, which is not a pass."""
     regressions = []
+    for part in PARTS:
+        before_ok, before = _readable(baseline, part)
+        after_ok, after = _readable(current, part)
+        if before_ok and not after_ok:
+            source = after.get('source') or before.get('source') or part
+            regressions.append(_regression(
+                'not_compared', source, before.get('status'), after.get('status') or 'missing',
+                '%s was read before the change and is %s now: %s regressions not checked'
+                % (source, after.get('status') or 'missing', _COVERS[part])))
+    return regressions
+
+
+def _gone(check, label, what, old, new):
+    """A value read before the change that cannot be read now."""
+    if old is not None and new is None:
+        return [_regression(check, label, old, NOT_CHECKED, '%s %s was %s before the change and cannot be read now'
+                            % (label, what, old))]
+    return []
+
+
+def find_regressions(baseline, current):
+    """What got worse between the ``baseline`` snapshot and ``current``.
+
+    A value read before the change that cannot be read now is a regression
+    whose ``after`` is ``not checked``; an output read before and not now is a
+    ``not_compared`` regression. Only a real driver failure (``driver_error``)
+    reports every GPU lost.
+    """
+    regressions = _not_compared(baseline, current)
     key = _gpu_key
     if not all(g.get('uuid') for g in (baseline.get('gpus') or []) + (current.get('gpus') or [])):
         # one side has no -q -x output (GPUs from the matrix only): match by index
@@ -145,10 +185,11 @@ def find_regressions(baseline, current):
     before_gpus = dict((key(g), g) for g in baseline.get('gpus') or [])
     after_gpus = dict((key(g), g) for g in current.get('gpus') or [])
     if baseline.get('driver_loaded') and not current.get('driver_loaded'):
-        err = (current.get('driver_error') or {}).get('message', 'driver not loaded')
-        for gpu in baseline.get('gpus') or []:
-            regressions.append(_regression('gpu_lost', 'GPU%d' % gpu['index'], gpu.get('pci_bus_id'), None,
-                                           'GPU%d (%s) is gone: %s' % (gpu['index'], gpu.get('pci_bus_id'), err)))
+        err = (current.get('driver_error') or {}).get('message')
+        if err:
+            for gpu in baseline.get('gpus') or []:
+                regressions.append(_regression('gpu_lost', 'GPU%d' % gpu['index'], gpu.get('pci_bus_id'), None,
+                                               'GPU%d (%s) is gone: %s' % (gpu['index'], gpu.get('pci_bus_id'), err)))
         return regressions + _nic_regressions(baseline, current)
     for key, old in before_gpus.items():
         label = 'GPU%d' % old['index']
@@ -157,34 +198,58 @@ def find_regressions(baseline, current):
             regressions.append(_regression('gpu_lost', label, old.get('pci_bus_id'), None,
                                            '%s (%s, %s) is gone' % (label, old.get('uuid'), old.get('pci_bus_id'))))
             continue
-        if old.get('nvlink_active') is not None and new.get('nvlink_active') is not None \
-                and new['nvlink_active'] < old['nvlink_active']:
-            regressions.append(_regression('nvlink_lost', label, old['nvlink_active'], new.get('nvlink_active'),
-                                           '%s active NVLink links dropped from %d to %s'
-                                           % (label, old['nvlink_active'], new.get('nvlink_active'))))
-        opcie, npcie = old.get('pcie') or {}, new.get('pcie') or {}
-        for field, what in (('width_current', 'width'), ('gen_max', 'generation')):
-            if opcie.get(field) is not None and npcie.get(field) is not None and npcie[field] < opcie[field]:
-                regressions.append(_regression('pcie_downtrained', label, opcie[field], npcie[field],
-                                               '%s PCIe %s dropped from %s to %s' % (label, what, opcie[field], npcie[field])))
-        for field in ('ecc_uncorrected_volatile', 'ecc_uncorrected_aggregate'):
-            if (new.get(field) or 0) > (old.get(field) or 0):
-                regressions.append(_regression('ecc_errors_new', label, old.get(field), new.get(field),
-                                               '%s %s rose from %s to %s' % (label, field.replace('_', ' '), old.get(field), new.get(field))))
-        for field in ('retired_pages_pending', 'remapped_rows_pending', 'remapping_failure'):
-            if new.get(field) and not old.get(field):
-                regressions.append(_regression('ecc_errors_new', label, old.get(field), True,
-                                               '%s now has %s' % (label, field.replace('_', ' '))))
+        regressions.extend(_gpu_regressions(label, old, new))
+    return regressions + _matrix_regressions(baseline, current) + _nic_regressions(baseline, current)
+
+
+def _gpu_regressions(label, old, new):
+    regressions = _gone('nvlink_lost', label, 'active NVLink links', old.get('nvlink_active'), new.get('nvlink_active'))
+    if old.get('nvlink_active') is not None and new.get('nvlink_active') is not None \
+            and new['nvlink_active'] < old['nvlink_active']:
+        regressions.append(_regression('nvlink_lost', label, old['nvlink_active'], new.get('nvlink_active'),
+                                       '%s active NVLink links dropped from %d to %s'
+                                       % (label, old['nvlink_active'], new.get('nvlink_active'))))
+    opcie, npcie = old.get('pcie') or {}, new.get('pcie') or {}
+    for field, what in (('width_current', 'width'), ('gen_max', 'generation')):
+        regressions.extend(_gone('pcie_downtrained', label, 'PCIe ' + what, opcie.get(field), npcie.get(field)))
+        if opcie.get(field) is not None and npcie.get(field) is not None and npcie[field] < opcie[field]:
+            regressions.append(_regression('pcie_downtrained', label, opcie[field], npcie[field],
+                                           '%s PCIe %s dropped from %s to %s' % (label, what, opcie[field], npcie[field])))
+    for field in ('ecc_uncorrected_volatile', 'ecc_uncorrected_aggregate'):
+        what = field.replace('_', ' ')
+        regressions.extend(_gone('ecc_errors_new', label, what, old.get(field), new.get(field)))
+        if new.get(field) is not None and new[field] > (old.get(field) or 0):
+            regressions.append(_regression('ecc_errors_new', label, old.get(field), new.get(field),
+                                           '%s %s rose from %s to %s' % (label, what, old.get(field), new.get(field))))
+    for field in ('retired_pages_pending', 'remapped_rows_pending', 'remapping_failure'):
+        regressions.extend(_gone('ecc_errors_new', label, field.replace('_', ' '), old.get(field), new.get(field)))
+        if new.get(field) and not old.get(field):
+            regressions.append(_regression('ecc_errors_new', label, old.get(field), True,
+                                           '%s now has %s' % (label, field.replace('_', ' '))))
+    return regressions
+
+
+def _matrix_regressions(baseline, current):
+    regressions = []
     old_matrix, new_matrix = baseline.get('matrix') or {}, current.get('matrix') or {}
+    if not new_matrix:
+        return regressions         # no matrix now: a not_compared regression says so when there was one
+    present = set('GPU%d' % g['index'] for g in current.get('gpus') or [])
     for left, row in sorted(old_matrix.items()):
         for right, rel in sorted(row.items()):
-            if not (rel.startswith('NV') and left < right and left in new_matrix):
+            if not (rel.startswith('NV') and left < right):
                 continue
             new_rel = new_matrix.get(left, {}).get(right)
-            if right in new_matrix and new_rel != rel:
+            if new_rel is None and not (left in present and right in present):
+                continue           # a GPU that is gone: gpu_lost says so
+            if new_rel is None:
+                regressions.append(_regression('nvlink_lost', '%s-%s' % (left, right), rel, NOT_CHECKED,
+                                               '%s to %s was %s before the change and is not in the matrix now'
+                                               % (left, right, rel)))
+            elif new_rel != rel:
                 regressions.append(_regression('nvlink_lost', '%s-%s' % (left, right), rel, new_rel,
                                                '%s to %s changed from %s to %s' % (left, right, rel, new_rel)))
-    return regressions + _nic_regressions(baseline, current)
+    return regressions
 
 
 def _nic_regressions(baseline, current):
@@ -207,6 +272,7 @@ def _nic_regressions(baseline, current):
                                                '%s rate dropped from %s to %s Gb/s' % (subject, port['rate_gbps'], now.get('rate_gbps'))))
             for name, old in sorted((port.get('counters') or {}).items()):
                 new_value = ((now or {}).get('counters') or {}).get(name)
+                regressions.extend(_gone('nic_errors_new', subject, name, old, new_value) if now else [])
                 if new_value is not None and new_value > old:
                     regressions.append(_regression('nic_errors_new', subject, old, new_value,
                                                    '%s %s rose from %d to %d' % (subject, name, old, new_value)))

@@ -163,7 +163,9 @@ regressions:
   description:
     - What got worse since O(baseline); empty without it.
     - C(check) is one of C(gpu_lost), C(nvlink_lost), C(nic_lost), C(nic_port_down), C(nic_errors_new),
-      C(pcie_downtrained), C(ecc_errors_new); C(before) and C(after) are the two values.
+      C(pcie_downtrained), C(ecc_errors_new), C(not_compared); C(before) and C(after) are the two values.
+    - A value read before the change that cannot be read now has C(after) C(not checked); an output read before
+      and not now (unreadable, timed out, missing) is a C(not_compared) regression.
   returned: success
   type: list
   elements: dict
@@ -207,8 +209,9 @@ def main():
             module.fail_json(msg='invalid baseline: %s' % '; '.join(problems))
 
     topology = gather_for_module(module)
-    if baseline is not None and other_node(baseline, topology):
-        module.fail_json(msg=other_node(baseline, topology), gpu_topology=topology)
+    stranger = other_node(baseline, topology) if baseline is not None else None
+    if stranger:
+        module.fail_json(msg=stranger, gpu_topology=topology)
     failures = check_profile(topology, module.params['expected'])
     regressions = find_regressions(baseline, topology) if baseline is not None else []
     passed = not failures and not regressions

@@ -352,3 +352,104 @@ def test_regressions_against_a_validated_baseline(tmp_path):
     after = gather_bundle(node(tmp_path, **{NVLINK: lambda t: t.replace('Link 3: 25 GB/s', 'Link 3: <inactive>', 1)}))
     assert [(r['check'], r['subject'], r['before'], r['after']) for r in find_regressions(before, after)] == [
         ('nvlink_lost', 'GPU0', 12, 11)]
+
+
+# ---------------------------------------------------------------- what a baseline can no longer compare
+
+def regs(before, after):
+    return [(r['check'], r['subject'], r['before'], r['after']) for r in find_regressions(before, after)]
+
+
+def test_a_value_read_before_and_unreadable_now_is_a_regression(tmp_path):
+    before = gather_bundle(node(tmp_path))
+    after = gather_bundle(node(tmp_path, **{XML: lambda t: xml_value(t, 'dram_uncorrectable', '[Unknown Error]', 1)}))
+    assert regs(before, after) == [('ecc_errors_new', 'GPU0', 0, 'not checked')]
+    empty_links = gather_bundle(node(tmp_path, **{NVLINK: lambda _t: ''}))       # transform: nothing printed, exit 0
+    assert regs(before, empty_links) == [('nvlink_lost', 'GPU%d' % i, 12, 'not checked') for i in range(8)]
+
+
+def test_an_output_read_before_and_missing_now_is_not_compared(tmp_path):
+    before = gather_bundle(node(tmp_path))
+    after = gather_bundle(node(tmp_path, **{TOPO: None, NVLINK: None}))
+    assert [r[:2] for r in regs(before, after)] == [('not_compared', TOPO), ('not_compared', NVLINK)] + [
+        ('nvlink_lost', 'GPU%d' % i) for i in range(8)]
+
+
+def test_every_query_timing_out_is_not_every_gpu_lost(tmp_path):
+    before = gather_bundle(node(tmp_path))
+    after = gather_bundle(node(tmp_path, **{XML + '_rc': rc(124), TOPO + '_rc': rc(124), NVLINK + '_rc': rc(124)}))
+    assert after['driver_loaded'] is False and after['driver_error'] is None
+    assert [r[:4] for r in regs(before, after)] == [
+        ('not_compared', XML, 'ok', 'timeout'), ('not_compared', TOPO, 'ok', 'timeout'),
+        ('not_compared', NVLINK, 'ok', 'timeout')]
+
+
+# ---------------------------------------------------------------- more ways a node could pass unread
+
+def test_xml_printing_fewer_gpus_than_attached_disagrees(tmp_path):
+    def drop_last_gpu(text):
+        """Transform: the last <gpu> element gone while <attached_gpus> still says 8 (a GPU nvidia-smi skipped)."""
+        return text[:text.rindex('    <gpu id=')] + '</nvidia_smi_log>\n'
+    topo = gather_bundle(node(tmp_path, **{XML: drop_last_gpu, TOPO: lambda t: keep_gpus_in_topo(t, 7),
+                                           NVLINK: lambda t: t[:t.index('GPU 7:')]}))
+    assert checks(check_profile(topo, {})) == [('outputs_disagree', 'node', 7)]
+
+
+@pytest.mark.parametrize('value', ['GPU is lost', 'ERR!', 'Maybe'])
+def test_retired_pages_neither_yes_nor_no_is_not_checked(tmp_path, value):
+    with open(os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'real', 'nvsmi-xml',
+                           'tesla-p100-pcie-16gb-driver510-gce-netdata.xml')) as handle:
+        p100 = xml_value(handle.read(), 'pending_retirement', value)    # transform: the P100's "No" replaced
+    dest = str(tmp_path / 'p100')
+    os.makedirs(dest)
+    with open(os.path.join(dest, XML), 'w') as handle:
+        handle.write(p100)
+    topo = gather_bundle(dest)
+    assert checks(check_profile(topo, {'allow_retired_pages_pending': False})) == [
+        ('retired_pages_pending', 'GPU0', 'not checked')]
+
+
+def test_inforom_warning_fails_gpu_error(tmp_path):
+    warning = 'WARNING: infoROM is corrupted at gpu 0000:07:00.0\n'     # transform: the warning before the output
+    topo = gather_bundle(node(tmp_path, **{XML: lambda t: warning + t, TOPO: lambda t: warning + t}))
+    assert checks(check_profile(topo, {})) == [('gpu_error', '0000:07:00.0', 'infoROM is corrupted')]
+
+
+def test_text_before_the_xml_is_a_warning(tmp_path):
+    topo = gather_bundle(node(tmp_path, **{XML: lambda t: 'Some notice from the tool\n' + t}))
+    assert 'nvidia-smi -q -x: text before the XML: Some notice from the tool' in topo['warnings']
+
+
+def test_entity_declarations_are_refused(tmp_path):
+    def entity(text):
+        """Transform: an internal entity declared in the DOCTYPE (a crafted file, never nvidia-smi)."""
+        return text.replace('<nvidia_smi_log>', '<!DOCTYPE x [<!ENTITY a "aaaa">]><nvidia_smi_log>', 1)
+    topo = gather_bundle(node(tmp_path, **{XML: entity}))
+    assert checks(check_profile(topo, {}))[0][0] == 'output_unreadable'
+
+
+def test_topo_cut_inside_the_nic_legend_is_unreadable(tmp_path):
+    topo = gather_bundle(node(tmp_path, H100, **{TOPO: lambda t: t[:t.index('  NIC4:')]}))
+    assert topo['errors'][0]['reason'].startswith('the NIC Legend has no entry for NIC4')
+
+
+@pytest.mark.parametrize('content', [b'--5\n', b'5-\n', b'\xb2\n'])
+def test_odd_rc_contents_never_raise(tmp_path, content):
+    topo = gather_bundle(node(tmp_path, **{XML + '_rc': content}))
+    assert topo['outputs']['xml']['rc'] == 1
+
+
+def test_fifo_in_sysfs_does_not_hang(tmp_path):
+    dest = node(tmp_path)
+    numa = os.path.join(dest, 'sys', 'bus', 'pci', 'devices')
+    target = os.path.join(numa, sorted(os.listdir(numa))[0], 'numa_node')
+    os.remove(target)
+    os.mkfifo(target)                                                   # transform: a FIFO where a file was
+    topo = gather_bundle(dest)
+    assert any('is not a regular file' in w for w in topo['warnings'])
+
+
+def test_nvidia_smi_that_cannot_run_says_so():
+    status, failure, _text = judge_output('nvidia-smi -q -x', None, '', 'cannot run nvidia-smi: Exec format error', False)
+    assert status == 'failed' and failure == {'kind': 'not_run', 'rc': None,
+                                              'message': 'cannot run nvidia-smi: Exec format error'}
