@@ -15,25 +15,15 @@ from __future__ import print_function
 import argparse
 import os
 import shutil
-import sys
 import tempfile
 import timeit
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-COLLECTIONS = os.path.join(ROOT, '.build', 'collections')
+from bench_gather import ROOT, _importable
+
 PROFILE = os.path.join(ROOT, 'simulator', 'profiles', 'a100-sxm-8gpu-ib')
 CAPTURE = os.path.join(ROOT, 'tests', 'fixtures', 'real', 'nvsmi-errors',
                        'unable-to-determine-device-handle-GPU1-then-partial-table-rtxpro6000.txt')
 SIZES = (8000, 16000, 32000)
-
-
-def _importable():
-    link = os.path.join(COLLECTIONS, 'ansible_collections', 'gpuops', 'node')
-    if not os.path.exists(link):
-        os.makedirs(os.path.dirname(link))
-        os.symlink(ROOT, link)
-    sys.path.insert(0, COLLECTIONS)
 
 
 def bundle(work, lines, count):
