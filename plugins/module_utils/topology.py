@@ -86,10 +86,10 @@ def gather(source, sysfs_root):
     return topo
 
 
-def _output(label, status, failure=None, gpus=None):
+def _output(label, status, failure=None):
     failure = failure or {}
     return {'source': label, 'status': status, 'rc': failure.get('rc', 0 if status == 'ok' else None),
-            'kind': failure.get('kind'), 'message': failure.get('message'), 'gpus': gpus, 'uuids': None,
+            'kind': failure.get('kind'), 'message': failure.get('message'), 'gpus': None, 'uuids': None,
             'complete': status in ('ok', 'exit')}
 
 
