@@ -48,7 +48,7 @@ _HANDLE_RE = re.compile(
 # these count, and only as the first line: a word inside a good output (a GB200 -q -x holds
 # <power_smoothing>Insufficient Permissions</power_smoothing>) is a value, not a failure.
 WHOLE_OUTPUT_RE = re.compile(r'^(NVIDIA-SMI has failed|Failed to initialize NVML|No devices were found|'
-                              r"NVML Shared Library Not Found|couldn't find libnvidia-ml)", re.IGNORECASE)
+                             r"NVML Shared Library Not Found|couldn't find libnvidia-ml)", re.IGNORECASE)
 
 
 def classify_nvsmi_failure(rc, text):
