@@ -359,15 +359,39 @@ class Context(object):
         return (self.outputs.get(part) or {}).get('source') or part
 
 
-def check_profile(topology, expected):
-    """Failures of ``topology`` against the node-class profile ``expected``, in table order."""
+ROLES = tuple(sorted(set(c.role for c in CHECKS if c.role)))
+
+
+def run_checks(topology, expected, defer_roles=()):
+    """``(failures, deferred)`` of ``topology`` against the profile ``expected``, in table order.
+
+    The checks owned by ``defer_roles`` (roles about to converge them in this run) are not made; each is
+    listed in ``deferred`` as ``{check, key, role, why}``, never dropped silently. When ``driver_loaded`` is
+    deferred and the driver is not loaded, the checks that need nvidia-smi are deferred with it.
+    """
     exp = dict((k, v) for k, v in expected.items() if v is not None)
     ctx = Context(topology, exp)
     failures = []
+    deferred = []
+    driver_deferred = BY_NAME['driver_loaded'].role in defer_roles
     for check in CHECKS:
-        if check.key is not None and check.key not in exp:
+        if check.key is not None and check.key not in exp or check.name == 'nic_names':
             continue
-        if not topology.get('driver_loaded') and any(part in _NEEDS_DRIVER for part in check.reads):
-            continue        # the driver_loaded failure says why
+        needs_driver = any(part in _NEEDS_DRIVER for part in check.reads)
+        if check.role in defer_roles:
+            deferred.append({'check': check.name, 'key': check.key, 'role': check.role,
+                             'why': 'converged by the %s role in this run' % check.role})
+            continue
+        if not topology.get('driver_loaded') and needs_driver:
+            if driver_deferred:
+                deferred.append({'check': check.name, 'key': check.key, 'role': BY_NAME['driver_loaded'].role,
+                                 'why': 'needs the driver the %s role installs in this run'
+                                        % BY_NAME['driver_loaded'].role})
+            continue        # otherwise the driver_loaded failure says why
         failures.extend(check.func(ctx, exp.get(check.key) if check.key else None))
-    return failures
+    return failures, deferred
+
+
+def check_profile(topology, expected):
+    """Failures of ``topology`` against the node-class profile ``expected``, in table order."""
+    return run_checks(topology, expected)[0]

@@ -73,6 +73,17 @@ options:
         another schema, wrong types).
       - A baseline that shares no GPU UUID or serial with the node fails as belonging to another node.
     type: dict
+  defer_roles:
+    description:
+      - Roles of this collection that run after this check and converge some keys of O(expected), for example
+        V(nvidia_driver) on a bare node. The checks those roles own (see the README's table) are not made now;
+        each is listed in RV(deferred). Hardware checks still run.
+      - When V(nvidia_driver) is listed and the driver is not loaded, the checks that need nvidia-smi are deferred
+        with it.
+    type: list
+    elements: str
+    choices: [mig, mps, nvidia_driver, rdma]
+    default: []
   fail_on_mismatch:
     description:
       - Fail the task when there is any failure or regression.
@@ -170,6 +181,14 @@ regressions:
   type: list
   elements: dict
   sample: [{check: nic_port_down, subject: mlx5_2/1, before: ACTIVE, after: DOWN, message: mlx5_2/1 went from ACTIVE to DOWN}]
+deferred:
+  description:
+    - The checks not made because a role in O(defer_roles) converges them in this run, each with C(check), C(key)
+      (the profile key, or null for a built-in check), C(role) and C(why).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{check: driver_loaded, key: null, role: nvidia_driver, why: converged by the nvidia_driver role in this run}]
 gpu_topology:
   description: The gathered snapshot, in the schema of M(gpuops.node.gpu_topology_facts); use it as the next O(baseline).
   returned: success
@@ -188,7 +207,7 @@ from ansible_collections.gpuops.node.plugins.module_utils.gpu_topology_module im
     GATHER_ARGS, gather_for_module)
 from ansible_collections.gpuops.node.plugins.module_utils.topology_baseline import (
     find_regressions, other_node, validate_baseline)
-from ansible_collections.gpuops.node.plugins.module_utils.topology_check import check_profile, validate_profile
+from ansible_collections.gpuops.node.plugins.module_utils.topology_check import ROLES, run_checks, validate_profile
 
 
 def main():
@@ -196,6 +215,7 @@ def main():
     argument_spec.update(
         expected=dict(type='dict', default={}),
         baseline=dict(type='dict'),
+        defer_roles=dict(type='list', elements='str', default=[], choices=list(ROLES)),
         fail_on_mismatch=dict(type='bool', default=True),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
@@ -212,11 +232,13 @@ def main():
     stranger = other_node(baseline, topology) if baseline is not None else None
     if stranger:
         module.fail_json(msg=stranger, gpu_topology=topology)
-    failures = check_profile(topology, module.params['expected'])
+    failures, deferred = run_checks(topology, module.params['expected'], module.params['defer_roles'])
     regressions = find_regressions(baseline, topology) if baseline is not None else []
     passed = not failures and not regressions
     msg = '%d failure(s), %d regression(s)' % (len(failures), len(regressions))
-    result = dict(changed=False, passed=passed, failures=failures, regressions=regressions,
+    if deferred:
+        msg += ', %d deferred' % len(deferred)
+    result = dict(changed=False, passed=passed, failures=failures, regressions=regressions, deferred=deferred,
                   gpu_topology=topology, msg=msg)
     if not passed and module.params['fail_on_mismatch']:
         details = '; '.join(f['message'] for f in (failures + regressions)[:10])

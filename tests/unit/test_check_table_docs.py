@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'scripts'))
 
 import check_table  # noqa: E402  (tests/scripts)
 
-from ansible_collections.gpuops.node.plugins.module_utils.topology_check import CHECKS  # noqa: E402
+from ansible_collections.gpuops.node.plugins.module_utils.topology_check import CHECKS, ROLES  # noqa: E402
 
 
 def test_generated_documents_are_current():
@@ -34,3 +34,10 @@ def test_module_documentation_parses_with_every_key():
     doc = yaml.safe_load(gpu_topology_check.DOCUMENTATION)
     text = ' '.join(doc['options']['expected']['description'])
     assert all('C(%s)' % c.key in text for c in CHECKS if c.key)
+
+
+def test_defer_roles_choices_are_the_roles_of_the_table():
+    import yaml
+    from ansible_collections.gpuops.node.plugins.modules import gpu_topology_check
+    doc = yaml.safe_load(gpu_topology_check.DOCUMENTATION)
+    assert doc['options']['defer_roles']['choices'] == list(ROLES)

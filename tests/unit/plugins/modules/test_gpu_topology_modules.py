@@ -255,3 +255,27 @@ def test_baseline_of_another_node_is_refused(monkeypatch, capsys, tmp_path):
     result, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
     assert result['failed'] is True
     assert result['msg'].startswith('baseline belongs to another node: no GPU UUID or serial in common')
+
+
+def test_defer_roles_lists_what_the_driver_role_will_converge(monkeypatch, capsys, tmp_path):
+    outputs = dict((k, (9, DRIVER_MISSING)) for k in A100_OUTPUTS)
+    args = {'sysfs_root': str(tmp_path), 'fail_on_mismatch': False, 'defer_roles': ['nvidia_driver'],
+            'expected': {'driver_version': '550.*', 'nvlink_relation': 'NV12', 'persistence_mode': 'Enabled'}}
+    result, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, outputs)
+    assert result['passed'] is True and result['failures'] == []
+    assert [(d['check'], d['role']) for d in result['deferred']] == [
+        ('nic_missing', 'nvidia_driver'), ('driver_loaded', 'nvidia_driver'), ('driver_version', 'nvidia_driver'),
+        ('nvlink_relation', 'nvidia_driver'), ('persistence_mode', 'nvidia_driver')]
+    assert result['deferred'][3]['why'] == 'needs the driver the nvidia_driver role installs in this run'
+    assert result['deferred'][1]['why'] == 'converged by the nvidia_driver role in this run'
+    assert result['msg'] == '0 failure(s), 0 regression(s), 5 deferred'
+    # without the deferral the same node fails driver_loaded
+    del args['defer_roles']
+    result, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, outputs)
+    assert [f['check'] for f in result['failures']] == ['driver_loaded']
+
+
+def test_defer_roles_rejects_an_unknown_role(monkeypatch, capsys, tmp_path):
+    args = {'sysfs_root': str(tmp_path), 'defer_roles': ['nvidia']}
+    result, recorded = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
+    assert result['failed'] is True and 'defer_roles' in result['msg'] and recorded.calls == []
