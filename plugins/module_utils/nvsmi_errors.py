@@ -28,8 +28,9 @@ EXIT_CODES = {
 _PATTERNS = (
     ('driver_not_loaded', re.compile(r"couldn't communicate with the NVIDIA driver", re.IGNORECASE)),
     ('nvml_mismatch', re.compile(r'Driver/library version mismatch', re.IGNORECASE)),
-    ('nvml_missing', re.compile(r"couldn't find libnvidia-ml|NVML Shared Library Not Found|"
-                                r"Failed to initialize NVML: (?!Driver/library)", re.IGNORECASE)),
+    ('nvml_missing', re.compile(r"couldn't find libnvidia-ml|NVML Shared Library Not Found", re.IGNORECASE)),
+    # the library loaded but cannot reach the devices (often lost device access in a container)
+    ('nvml_error', re.compile(r'Failed to initialize NVML: (?!Driver/library)', re.IGNORECASE)),
     ('no_devices', re.compile(r'^No devices were found', re.IGNORECASE | re.MULTILINE)),
     ('gpu_lost', re.compile(r'GPU is lost|fallen off the bus', re.IGNORECASE)),
     ('permission_denied', re.compile(r'Insufficient Permissions', re.IGNORECASE)),
@@ -93,14 +94,17 @@ def exit_meaning(rc):
 def device_errors(text):
     """Per-GPU error lines printed before (or instead of) the normal output.
 
-    Returns a list of ``{gpu, pci_bus_id, reason}``; ``gpu`` is the index when
-    the new message form names it, else None.
+    Returns a list of ``{gpu, pci_bus_id, reason, readable}``; ``gpu`` is the
+    index when the new message form names it, else None; ``readable`` is
+    False when nvidia-smi could not read the GPU at all (device handle), True
+    for a warning about a GPU it still read (infoROM).
     """
     found = []
     for line in (text or '').splitlines():
         inforom = _INFOROM_RE.search(line)
         if inforom:
-            found.append({'gpu': None, 'pci_bus_id': inforom.group(1), 'reason': 'infoROM is corrupted'})
+            found.append({'gpu': None, 'pci_bus_id': inforom.group(1), 'reason': 'infoROM is corrupted',
+                          'readable': True})
             continue
         match = _HANDLE_RE.search(line)
         if match:
@@ -108,5 +112,6 @@ def device_errors(text):
                 'gpu': int(match.group(1)) if match.group(1) is not None else None,
                 'pci_bus_id': match.group(2),
                 'reason': match.group(3).split('  ')[0].strip().rstrip('.'),
+                'readable': False,
             })
     return found

@@ -169,6 +169,10 @@ def parse_topo_matrix(text):
             in_legend = True
             continue
         if in_legend and stripped:
+            if idx == len(lines) - 1 and not text.endswith('\n'):
+                # nvidia-smi ends every line: a last Legend line without one was cut
+                raise ParseError(COMMAND, 'output ends inside the NIC Legend without a newline (cut?)', idx + 1,
+                                 lines[idx])
             match = _LEGEND_ENTRY_RE.match(stripped)
             if match:
                 legend[match.group(1)] = match.group(2)

@@ -20,7 +20,7 @@ from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_errors import (
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_topo import closest_nics, numa_from_affinity
 from ansible_collections.gpuops.node.plugins.module_utils.rawtext import bounded, decode
 from ansible_collections.gpuops.node.plugins.module_utils.sysfs import (
-    read_infiniband, read_numa_nodes, read_pci_device)
+    read_infiniband, read_numa_nodes, read_pci_device, sysfs_pci_address)
 from ansible_collections.gpuops.node.plugins.module_utils.topology_sources import (
     DRIVER_FAILURES, PARSERS, PARTS, BundleSource, CommandSource, judge_output)
 
@@ -131,8 +131,7 @@ def _read_part(topo, part, label, result, warnings, seen_errors, limit):
 def _assemble_gpus(topo, parsed, sysfs_root):
     """One entry per GPU any output lists: the XML's entries, then what only the matrix or NVLink names."""
     xml, matrix, nvlink = parsed.get('xml'), parsed.get('topo'), parsed.get('nvlink')
-    readable = [p for p in parsed if topo['outputs'][p]['status'] in ('ok', 'exit')]
-    topo['driver_loaded'] = topo['driver_error'] is None and bool(readable)
+    listing = [p for p in parsed if topo['outputs'][p]['status'] in ('ok', 'exit') and parsed[p].get('gpus')]
     gpus = []
     if xml is not None:
         topo['driver_version'] = xml['driver_version']
@@ -141,6 +140,7 @@ def _assemble_gpus(topo, parsed, sysfs_root):
         if xml['attached_gpus'] != len(gpus):
             # a GPU is missing from the XML: the others keep their real index
             _renumber_around_failed(gpus, topo['device_errors'])
+        _name_warned_gpus(gpus, topo['device_errors'])
         for gpu in gpus:
             gpu['sources'] = ['xml']
         _record(topo, 'xml', [g['index'] for g in gpus], [g.get('uuid') for g in gpus])
@@ -181,6 +181,8 @@ def _assemble_gpus(topo, parsed, sysfs_root):
     topo['gpu_count'] = len(gpus)
     if matrix is not None:
         topo['matrix'] = matrix['matrix']
+    # the driver answers when an output it printed was read and lists at least one GPU
+    topo['driver_loaded'] = topo['driver_error'] is None and bool(listing) and bool(gpus)
 
 
 def _record(topo, part, indices, uuids):
@@ -256,10 +258,20 @@ def _renumber_around_failed(gpus, errors):
 
     ``-q -x`` only lists the GPUs it could read, so after "Unable to determine
     the device handle for GPU1" the XML's second GPU is GPU2. The new message
-    form names the index; the old one (bus id only) cannot be placed. Only
-    called when the XML prints fewer GPUs than its ``attached_gpus``.
+    form names the index; a GPU the old form names by bus id only is placed in
+    PCI bus order, the order nvidia-smi numbers GPUs in, when the XML's GPUs
+    are in that order. Only called when the XML prints fewer GPUs than its
+    ``attached_gpus``.
     """
-    failed = set(e['gpu'] for e in errors if e.get('gpu') is not None)
+    lost = [e for e in errors if not e.get('readable')]
+    failed = set(e['gpu'] for e in lost if e.get('gpu') is not None)
+    buses = [sysfs_pci_address(g.get('pci_bus_id')) for g in gpus]
+    unplaced = [e for e in lost if e.get('gpu') is None and sysfs_pci_address(e.get('pci_bus_id'))]
+    if unplaced and None not in buses and buses == sorted(buses):
+        everything = sorted(buses + [sysfs_pci_address(e['pci_bus_id']) for e in lost])
+        for error in unplaced:
+            error['gpu'] = everything.index(sysfs_pci_address(error['pci_bus_id']))
+            failed.add(error['gpu'])
     if not failed:
         return
     index = 0
@@ -268,6 +280,14 @@ def _renumber_around_failed(gpus, errors):
             index += 1
         gpu['index'] = index
         index += 1
+
+
+def _name_warned_gpus(gpus, errors):
+    """A warning about a GPU nvidia-smi still read (infoROM) names it by bus id: give it the GPU's index."""
+    by_bus = dict((sysfs_pci_address(g.get('pci_bus_id')), g['index']) for g in gpus if g.get('pci_bus_id'))
+    for error in errors:
+        if error.get('gpu') is None:
+            error['gpu'] = by_bus.get(sysfs_pci_address(error.get('pci_bus_id')))
 
 
 def _strip_device_errors(text):

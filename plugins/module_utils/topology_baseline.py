@@ -102,12 +102,39 @@ def validate_baseline(baseline):
             _fields(where, port, _PORT_FIELDS, errors)
             counters = port.get('counters') if isinstance(port, dict) else None
             for name, value in sorted((counters or {}).items()):
-                if _kind(value) != 'int':
-                    errors.append('%s.counters.%s is %r, expected int' % (where, name, value))
+                if _kind(value) != 'int' or value < 0:
+                    errors.append('%s.counters.%s is %r, expected a non-negative int' % (where, name, value))
     for left, row in sorted(baseline['matrix'].items()):
         if not isinstance(row, dict) or not all(isinstance(v, str) for v in row.values()):
             errors.append('baseline.matrix.%s must map device names to relation strings' % left)
+    for part, out in sorted(baseline['outputs'].items()):
+        if not isinstance(out, dict) or not isinstance(out.get('status'), str):
+            errors.append('baseline.outputs.%s must be a dict with a status string, got %r' % (part, out))
+    _unique('baseline.gpus', [g.get('index') for g in baseline['gpus'] if isinstance(g, dict)], errors)
+    _unique('baseline.nics', [n.get('name') for n in baseline['nics'] if isinstance(n, dict)], errors)
     return errors[:10] + (['... %d more' % (len(errors) - 10)] if len(errors) > 10 else [])
+
+
+def _unique(where, values, errors):
+    seen = set()
+    for value in values:
+        if value in seen:
+            errors.append('%s lists %r twice' % (where, value))
+        seen.add(value)
+
+
+def baseline_gaps(baseline, current):
+    """Outputs the baseline could not read and the node can now: what they cover was not compared.
+
+    Not a regression (a bare node before its driver is installed has nothing to compare), but said."""
+    gaps = []
+    for part in PARTS:
+        before_ok, before = _readable(baseline, part)
+        after_ok, after = _readable(current, part)
+        if after_ok and not before_ok:
+            gaps.append('%s was %s in the baseline: %s regressions were not compared'
+                        % (after.get('source') or part, before.get('status') or 'missing', _COVERS[part]))
+    return gaps
 
 
 def other_node(baseline, current):
@@ -264,12 +291,18 @@ def _nic_regressions(baseline, current):
         for port in nic.get('ports') or []:
             subject = '%s/%s' % (nic['name'], port['port'])
             now = ports.get(port['port'])
-            if port.get('state') == 'ACTIVE' and (now is None or now.get('state') != 'ACTIVE'):
-                regressions.append(_regression('nic_port_down', subject, 'ACTIVE', now and now.get('state'),
-                                               '%s went from ACTIVE to %s' % (subject, now and now.get('state'))))
-            elif now is not None and port.get('rate_gbps') and (now.get('rate_gbps') or 0) < port['rate_gbps']:
-                regressions.append(_regression('nic_port_down', subject, port['rate_gbps'], now.get('rate_gbps'),
-                                               '%s rate dropped from %s to %s Gb/s' % (subject, port['rate_gbps'], now.get('rate_gbps'))))
+            state = (now or {}).get('state') or NOT_CHECKED
+            rate = (now or {}).get('rate_gbps')
+            if port.get('state') == 'ACTIVE' and state != 'ACTIVE':
+                why = '' if state != NOT_CHECKED else ' (%s)' % ('port gone from sysfs' if now is None
+                                                                  else 'state unreadable in sysfs')
+                regressions.append(_regression('nic_port_down', subject, 'ACTIVE', state,
+                                               '%s went from ACTIVE to %s%s' % (subject, state, why)))
+            elif now is not None and port.get('rate_gbps') and rate is None:
+                regressions.extend(_gone('nic_port_down', subject, 'rate (Gb/s)', port['rate_gbps'], None))
+            elif now is not None and port.get('rate_gbps') and rate < port['rate_gbps']:
+                regressions.append(_regression('nic_port_down', subject, port['rate_gbps'], rate,
+                                               '%s rate dropped from %s to %s Gb/s' % (subject, port['rate_gbps'], rate)))
             for name, old in sorted((port.get('counters') or {}).items()):
                 new_value = ((now or {}).get('counters') or {}).get(name)
                 regressions.extend(_gone('nic_errors_new', subject, name, old, new_value) if now else [])

@@ -146,10 +146,14 @@ def selected_nics(topology, expected):
 
 def _nic_missing(ctx, _value):
     """Every NIC the matrix names exists in sysfs (a dead HCA or one whose driver is not loaded does not)."""
-    if 'sys/class/infiniband' in ctx.missing:
-        return []
-    present = set(n['name'] for n in ctx.topology.get('nics') or [])
     named = [n for n in (ctx.topology.get('matrix') or {}) if not is_gpu(n)]
+    if 'sys/class/infiniband' in ctx.missing:
+        if not named:
+            return []
+        return [not_checked('nic_missing', 'node', 'in sysfs class/infiniband',
+                            'sysfs class/infiniband is not available: cannot tell whether the %d NICs %s names exist '
+                            '(no RDMA stack loaded?)' % (len(named), ctx.source('topo')))]
+    present = set(n['name'] for n in ctx.topology.get('nics') or [])
     return [failure('nic_missing', name, 'in sysfs class/infiniband', None,
                     '%s is in %s but not in sysfs class/infiniband (HCA dead, or its driver not loaded)'
                     % (name, ctx.source('topo'))) for name in sorted(n for n in named if n not in present)]

@@ -62,9 +62,9 @@ def check_gpu_error(ctx, _value):
     failures = []
     for error in ctx.topology.get('device_errors') or []:
         subject = 'GPU%d' % error['gpu'] if error.get('gpu') is not None else error.get('pci_bus_id')
+        what = 'nvidia-smi warned about' if error.get('readable') else 'nvidia-smi could not read'
         failures.append(failure('gpu_error', subject, 'readable', error.get('reason'),
-                                'nvidia-smi could not read %s (%s): %s'
-                                % (subject, error.get('pci_bus_id'), error.get('reason'))))
+                                '%s %s (%s): %s' % (what, subject, error.get('pci_bus_id'), error.get('reason'))))
     return failures
 
 

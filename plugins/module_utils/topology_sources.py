@@ -36,7 +36,8 @@ BUNDLE_FILES = dict((part, fname) for part, fname, _args, _parser in OUTPUTS)
 NVSMI_ARGS = dict((part, args) for part, _fname, args, _parser in OUTPUTS)
 COMMANDS = dict((part, ' '.join(['nvidia-smi'] + args)) for part, _fname, args, _parser in OUTPUTS)
 # failures that mean nvidia-smi cannot talk to the GPUs at all, whatever was asked
-DRIVER_FAILURES = ('driver_not_loaded', 'nvml_mismatch', 'nvml_missing', 'no_devices', 'permission_denied')
+DRIVER_FAILURES = ('driver_not_loaded', 'nvml_mismatch', 'nvml_missing', 'nvml_error', 'no_devices',
+                   'permission_denied')
 DEFAULT_TIMEOUT = 60
 # the status timeout(1) gives a command it stopped; capture bundles record it in <file>.rc
 TIMEOUT_RC = (124, 137)
@@ -59,7 +60,9 @@ def run_bounded(argv, timeout, environ_update=None):
     """Run ``argv`` for at most ``timeout`` seconds: ``(rc, stdout bytes, stderr bytes, timed_out)``.
 
     On time-out the whole process group is killed and what it printed so far is
-    returned with ``rc`` None. A command that cannot be started gives ``rc`` None
+    returned with ``rc`` None. A command that exited while a process it started
+    still held its output keeps its exit status and output, with a note on
+    stderr. A command that cannot be started gives ``rc`` None
     and the reason in stderr.
     """
     env = dict(os.environ)
@@ -73,6 +76,7 @@ def run_bounded(argv, timeout, environ_update=None):
         out, err = proc.communicate(timeout=timeout)
         return proc.returncode, out, err, False
     except subprocess.TimeoutExpired:
+        exited = proc.poll()
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
@@ -82,6 +86,11 @@ def run_bounded(argv, timeout, environ_update=None):
         except subprocess.TimeoutExpired:
             # stuck in the kernel (a GPU off the bus): leave it, keep nothing
             out, err = b'', b''
+        if exited is not None:
+            # the command itself finished; a process it started kept its output open until it was killed
+            note = ('%s exited %s but a process it started kept its output open; stopped after %s s'
+                    % (argv[0], exited, timeout)).encode('utf-8')
+            return exited, out or b'', (err or b'') + b'\n' + note, False
         return None, out or b'', err or b'', True
 
 

@@ -181,6 +181,14 @@ regressions:
   type: list
   elements: dict
   sample: [{check: nic_port_down, subject: mlx5_2/1, before: ACTIVE, after: DOWN, message: mlx5_2/1 went from ACTIVE to DOWN}]
+baseline_gaps:
+  description:
+    - Outputs the O(baseline) could not read and the node can now (for example the driver was installed in between);
+      what they cover was not compared. Also shown as warnings; not a failure.
+  returned: success
+  type: list
+  elements: str
+  sample: ["nvidia-smi nvlink -s was timeout in the baseline: NVLink link regressions were not compared"]
 deferred:
   description:
     - The checks not made because a role in O(defer_roles) converges them in this run, each with C(check), C(key)
@@ -206,7 +214,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuops.node.plugins.module_utils.gpu_topology_module import (
     GATHER_ARGS, gather_for_module)
 from ansible_collections.gpuops.node.plugins.module_utils.topology_baseline import (
-    find_regressions, other_node, validate_baseline)
+    baseline_gaps, find_regressions, other_node, validate_baseline)
 from ansible_collections.gpuops.node.plugins.module_utils.topology_check import ROLES, run_checks, validate_profile
 
 
@@ -234,12 +242,15 @@ def main():
         module.fail_json(msg=stranger, gpu_topology=topology)
     failures, deferred = run_checks(topology, module.params['expected'], module.params['defer_roles'])
     regressions = find_regressions(baseline, topology) if baseline is not None else []
+    gaps = baseline_gaps(baseline, topology) if baseline is not None else []
+    for gap in gaps:
+        module.warn(gap)
     passed = not failures and not regressions
     msg = '%d failure(s), %d regression(s)' % (len(failures), len(regressions))
     if deferred:
         msg += ', %d deferred' % len(deferred)
     result = dict(changed=False, passed=passed, failures=failures, regressions=regressions, deferred=deferred,
-                  gpu_topology=topology, msg=msg)
+                  baseline_gaps=gaps, gpu_topology=topology, msg=msg)
     if not passed and module.params['fail_on_mismatch']:
         details = '; '.join(f['message'] for f in (failures + regressions)[:10])
         if len(failures) + len(regressions) > 10:

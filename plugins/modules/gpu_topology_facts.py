@@ -17,8 +17,10 @@ description:
     the same outputs from a capture bundle, and returns them as the C(gpu_topology) fact.
   - A node whose NVIDIA driver is not loaded is reported with RV(ansible_facts.gpu_topology.driver_loaded=false)
     and the tool's message; the module does not fail for it.
-  - Output that cannot be read, or a query that timed out, makes the module fail with a message naming the command
-    (and the line); parts that could be read are still returned.
+  - Output that cannot be parsed, or a query that timed out, makes the module fail with a message naming the
+    command (and the line); parts that could be read are still returned. A query that exits non-zero or prints a
+    failure is reported in C(outputs) and C(driver_error), not as a module failure;
+    M(gpuops.node.gpu_topology_check) fails it.
   - Input is read as bytes; invalid UTF-8 is replaced and named in C(warnings), never a crash.
   - The module only reads; it never changes the node.
 author:
@@ -73,7 +75,7 @@ ansible_facts:
           returned: always
           sample: 2
         driver_loaded:
-          description: Whether nvidia-smi could talk to the NVIDIA driver and at least one of its outputs was read.
+          description: Whether nvidia-smi could talk to the NVIDIA driver, and an output it printed was read and lists a GPU.
           type: bool
           returned: always
           sample: true
@@ -81,7 +83,7 @@ ansible_facts:
           description:
             - Why nvidia-smi failed, or null.
             - C(kind) is one of C(driver_not_loaded) (exit 9, "couldn't communicate with the NVIDIA driver"),
-              C(nvml_mismatch), C(nvml_missing), C(no_devices), C(permission_denied), C(nvidia_smi_missing) or
+              C(nvml_mismatch), C(nvml_missing), C(nvml_error), C(no_devices), C(permission_denied), C(nvidia_smi_missing) or
               C(nvidia_smi_unusable) (not an executable file); C(message) is the tool's own line; C(rc) its exit status.
           type: dict
           returned: always
@@ -176,7 +178,8 @@ ansible_facts:
             - C(source) (command or bundle file), C(status) (C(ok); C(exit), a non-zero exit status with output that
               was read; C(failed), a failure message instead of output; C(timeout), killed after O(command_timeout);
               C(unreadable); C(missing); C(skipped) after the driver was found not loaded), C(rc), C(kind) and
-              C(message) (the failure), C(gpus) (GPU indices it lists), C(uuids), C(complete) (false when elided).
+              C(message) (the failure), C(gpus) (GPU indices it lists), C(uuids), C(complete) (false when elided);
+              C(xml) also has C(attached), its C(attached_gpus).
           type: dict
           returned: always
           sample: {topo: {source: nvidia-smi topo -m, status: ok, rc: 0, kind: null, message: null, gpus: [0, 1], uuids: null, complete: true}}

@@ -44,11 +44,11 @@ def test_success_is_not_a_failure():
 
 def test_device_errors_old_and_new_forms():
     assert device_errors(real_text('nvsmi-errors/gpu-is-lost-old-format-busid-only.txt')) == [
-        {'gpu': None, 'pci_bus_id': '0000:05:00.0', 'reason': 'GPU is lost'}]
+        {'gpu': None, 'pci_bus_id': '0000:05:00.0', 'reason': 'GPU is lost', 'readable': False}]
     assert device_errors(real_text('nvsmi-errors/gpu-is-lost-new-format-then-csv-row-windows.txt')) == [
-        {'gpu': 0, 'pci_bus_id': '0000:24:00.0', 'reason': 'GPU is lost'}]
+        {'gpu': 0, 'pci_bus_id': '0000:24:00.0', 'reason': 'GPU is lost', 'readable': False}]
     text = real_text('nvsmi-errors/unable-to-determine-device-handle-GPU1-then-partial-table-rtxpro6000.txt')
-    assert device_errors(text) == [{'gpu': 1, 'pci_bus_id': '0000:34:00.0', 'reason': 'Unknown Error'}]
+    assert device_errors(text) == [{'gpu': 1, 'pci_bus_id': '0000:34:00.0', 'reason': 'Unknown Error', 'readable': False}]
     # the table after it is real output: not a whole-tool failure when nvidia-smi exits 0
     assert classify_nvsmi_failure(0, text) is None
 
@@ -80,5 +80,6 @@ def test_exit_255_with_output_is_a_failure_with_the_tools_text():
 def test_inforom_warning_before_an_output_names_the_gpu():
     # transform: the warning nvidia-smi prints for a GPU with a corrupted infoROM, before a real table
     text = 'WARNING: infoROM is corrupted at gpu 0000:07:00.0\n' + real_text('topo/dgx-a100-8gpu-12nic.txt')
-    assert device_errors(text) == [{'gpu': None, 'pci_bus_id': '0000:07:00.0', 'reason': 'infoROM is corrupted'}]
+    assert device_errors(text) == [{'gpu': None, 'pci_bus_id': '0000:07:00.0', 'reason': 'infoROM is corrupted',
+                                      'readable': True}]
     assert classify_nvsmi_failure(0, text) is None

@@ -79,7 +79,9 @@ def test_dgx_a100_xml_of_one_gpu_and_matrix_of_eight_disagree(bundle):
         'nvidia-smi-q-x.xml lists 1 (GPU0), nvidia-smi-topo-m.txt lists 8 (GPU0, GPU1, GPU2, GPU3, GPU4, GPU5, GPU6, '
         'GPU7): GPU1, GPU2, GPU3, GPU4, GPU5, GPU6, GPU7 is not in nvidia-smi-q-x.xml')
     # GPU1-7 were never read by -q -x: every check from it says so; GPU0 passes; the matrix covers all eight
-    rest = [(f['check'], f['subject'], f['actual']) for f in failures[1:]]
+    # without sysfs nothing says the matrix's NICs exist
+    assert (failures[1]['check'], failures[1]['actual']) == ('nic_missing', 'not checked')
+    rest = [(f['check'], f['subject'], f['actual']) for f in failures[2:]]
     assert rest == [(check, 'GPU%d' % i, 'not checked') for check in ('gpu_model', 'ecc_mode') for i in range(1, 8)]
 
 
@@ -113,16 +115,18 @@ def test_simulated_dgx_a100_passes_its_profile_and_fails_another(tmp_path):
 
 def test_numa_balance_on_dgx1(bundle):
     topo = gather_bundle(bundle(topo='topo/dgx1-v100-8gpu-4nic-topo-mp.txt'))
-    assert check_profile(topo, {'numa_balance': True}) == []
     # the matrix names NICs, but without sysfs nothing says they exist
+    missing = ('nic_missing', 'not checked: sysfs class/infiniband is not available: cannot tell whether the 4 NICs '
+                              'nvidia-smi-topo-m.txt names exist (no RDMA stack loaded?)')
+    assert [(f['check'], f['message']) for f in check_profile(topo, {'numa_balance': True})] == [missing]
     assert [(f['check'], f['message']) for f in check_profile(topo, {'gpu_nic_relation_max': 'PIX'})] == [
-        ('gpu_nic_relation', 'not checked: sysfs class/infiniband is not available: cannot tell which NICs of the '
-                             'matrix exist')]
+        missing, ('gpu_nic_relation', 'not checked: sysfs class/infiniband is not available: cannot tell which NICs '
+                                      'of the matrix exist')]
     uneven = copy.deepcopy(topo)
     uneven['gpus'][4]['numa_node'] = 0     # transform: GPU4 reported on the other socket
     failures = check_profile(uneven, {'numa_balance': True})
-    assert failures[0]['check'] == 'numa_balance'
-    assert failures[0]['actual'] == {'numa0': 5, 'numa1': 3}
+    assert failures[1]['check'] == 'numa_balance'
+    assert failures[1]['actual'] == {'numa0': 5, 'numa1': 3}
 
 
 def test_driver_not_loaded(bundle):
@@ -226,7 +230,7 @@ def test_gpu_with_a_failed_handle_keeps_the_others_numbered(tmp_path):
     xml = a100_xml(3, lambda t: t.replace('<attached_gpus>1</attached_gpus>', '<attached_gpus>4</attached_gpus>'))
     topo = gather_bundle(write_bundle(str(tmp_path / 'b'), **{'nvidia-smi-q-x.xml': first_line + xml}))
     assert [g['index'] for g in topo['gpus']] == [0, 2, 3]
-    assert topo['device_errors'] == [{'gpu': 1, 'pci_bus_id': '0000:34:00.0', 'reason': 'Unknown Error'}]
+    assert topo['device_errors'] == [{'gpu': 1, 'pci_bus_id': '0000:34:00.0', 'reason': 'Unknown Error', 'readable': False}]
     failures = check_profile(topo, {})
     assert [(f['check'], f['subject'], f['actual']) for f in failures] == [('gpu_error', 'GPU1', 'Unknown Error')]
 

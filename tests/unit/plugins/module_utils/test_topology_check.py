@@ -13,7 +13,7 @@ import pytest
 
 from ansible_collections.gpuops.node.plugins.module_utils.topology import SCHEMA_VERSION, gather_bundle
 from ansible_collections.gpuops.node.plugins.module_utils.topology_baseline import (
-    find_regressions, other_node, validate_baseline)
+    baseline_gaps, find_regressions, other_node, validate_baseline)
 from ansible_collections.gpuops.node.plugins.module_utils.topology_check import (
     CHECKS, check_profile, owned_keys, validate_profile)
 from ansible_collections.gpuops.node.plugins.module_utils.topology_sources import STATUSES, judge_output
@@ -185,7 +185,7 @@ def test_baseline_shapes_are_refused_with_what_was_given(tmp_path):
     (lambda s: s['nics'][0]['ports'][0].pop('port'), 'baseline.nics[0].ports[0] has no port'),
     (lambda s: s['nics'][0].pop('name'), 'baseline.nics[0] has no name'),
     (lambda s: s['nics'][0]['ports'][0]['counters'].update(link_downed=None),
-     'baseline.nics[0].ports[0].counters.link_downed is None, expected int'),
+     'baseline.nics[0].ports[0].counters.link_downed is None, expected a non-negative int'),
     (lambda s: s['matrix'].update(GPU0=None), 'baseline.matrix.GPU0 must map device names to relation strings'),
     (lambda s: s.update(gpus=None), 'baseline.gpus is a null, expected list'),
     (lambda s: s['gpus'].append('GPU8'), 'baseline.gpus[8] is a str, not a dict'),
@@ -252,7 +252,7 @@ def test_device_error_lines_are_deduplicated_in_linear_time(tmp_path):
     # transform: the error line repeated 32,000 times before the A100's XML (a GPU flapping during the query)
     start = time.time()
     topo = gather_bundle(node(tmp_path, **{XML: lambda t: line * 32000 + t}))
-    assert topo['device_errors'] == [{'gpu': 1, 'pci_bus_id': '0000:34:00.0', 'reason': 'Unknown Error'}]
+    assert topo['device_errors'] == [{'gpu': 1, 'pci_bus_id': '0000:34:00.0', 'reason': 'Unknown Error', 'readable': False}]
     # the XML still prints all its attached GPUs: none is renumbered, no GPU8 appears
     assert [g['index'] for g in topo['gpus']] == list(range(8))
     assert time.time() - start < 60        # a guard against a hang, not a timing claim (bench/ has the ratio)
@@ -276,7 +276,7 @@ def test_stderr_with_exit_0_and_complete_output_is_a_warning(tmp_path):
     assert (status, failure, kept) == ('ok', None, text)
     status, failure, kept = judge_output('nvidia-smi -q -x', 0, '', 'Failed to initialize NVML: Unknown Error\n',
                                          False)
-    assert status == 'failed' and failure['kind'] == 'nvml_missing' and kept is None
+    assert status == 'failed' and failure['kind'] == 'nvml_error' and kept is None
 
 
 def test_duplicate_uuids_warn(tmp_path):
@@ -412,7 +412,9 @@ def test_retired_pages_neither_yes_nor_no_is_not_checked(tmp_path, value):
 def test_inforom_warning_fails_gpu_error(tmp_path):
     warning = 'WARNING: infoROM is corrupted at gpu 0000:07:00.0\n'     # transform: the warning before the output
     topo = gather_bundle(node(tmp_path, **{XML: lambda t: warning + t, TOPO: lambda t: warning + t}))
-    assert checks(check_profile(topo, {})) == [('gpu_error', '0000:07:00.0', 'infoROM is corrupted')]
+    failures = check_profile(topo, {})
+    assert checks(failures) == [('gpu_error', 'GPU0', 'infoROM is corrupted')]     # GPU0 is at 07:00.0
+    assert failures[0]['message'] == 'nvidia-smi warned about GPU0 (0000:07:00.0): infoROM is corrupted'
 
 
 def test_text_before_the_xml_is_a_warning(tmp_path):
@@ -453,3 +455,51 @@ def test_nvidia_smi_that_cannot_run_says_so():
     status, failure, _text = judge_output('nvidia-smi -q -x', None, '', 'cannot run nvidia-smi: Exec format error', False)
     assert status == 'failed' and failure == {'kind': 'not_run', 'rc': None,
                                               'message': 'cannot run nvidia-smi: Exec format error'}
+
+
+def test_old_form_device_error_is_placed_in_bus_order(tmp_path):
+    line = real_text('nvsmi-errors/gpu-is-lost-old-format-busid-only.txt').splitlines()[0] + '\n'
+    line = line.replace('0000:05:00.0', '0000:4E:00.0')     # transform: the real line, for the GPU at 4E:00.0
+
+    def lost_gpu3(text):
+        """Transform: GPU3 (4E:00.0) gone from -q -x, attached_gpus still 8, the old-form error line before it."""
+        start = text.index('<gpu id="00000000:4E:00.0">')
+        start = text.rindex('\n', 0, start) + 1
+        end = text.index('</gpu>', start) + len('</gpu>\n')
+        return line + text[:start] + text[end:]
+    topo = gather_bundle(node(tmp_path, **{XML: lost_gpu3, TOPO: None, NVLINK: None}))
+    assert [g['index'] for g in topo['gpus']] == [0, 1, 2, 4, 5, 6, 7]
+    assert topo['device_errors'][0]['gpu'] == 3
+    assert checks(check_profile(topo, {})) == [('gpu_error', 'GPU3', 'GPU is lost')]
+
+
+@pytest.mark.parametrize('transform,message', [
+    (lambda s: s['outputs'].update(xml='ok'), "baseline.outputs.xml must be a dict with a status string, got 'ok'"),
+    (lambda s: s['gpus'].append(dict(s['gpus'][0])), 'baseline.gpus lists 0 twice'),
+    (lambda s: s['nics'].append(dict(s['nics'][0])), "baseline.nics lists 'mlx5_0' twice"),
+    (lambda s: s['nics'][0]['ports'][0]['counters'].update(link_downed=-1),
+     'baseline.nics[0].ports[0].counters.link_downed is -1, expected a non-negative int'),
+])
+def test_more_malformed_baselines(tmp_path, transform, message):
+    broken = copy.deepcopy(gather_bundle(node(tmp_path)))
+    transform(broken)
+    assert message in validate_baseline(broken)
+
+
+def test_output_unreadable_in_the_baseline_is_a_gap_not_a_pass(tmp_path):
+    before = gather_bundle(node(tmp_path, **{NVLINK + '_rc': rc(124)}))
+    after = gather_bundle(node(tmp_path, **{NVLINK: lambda t: t.replace('Link 3: 25 GB/s', 'Link 3: <inactive>', 1)}))
+    assert baseline_gaps(before, after) == [
+        'nvidia-smi-nvlink-s.txt was timeout in the baseline: NVLink link regressions were not compared']
+    assert baseline_gaps(after, after) == []
+
+
+def test_port_regressions_say_not_checked_instead_of_none(tmp_path):
+    before = gather_bundle(node(tmp_path))
+    dest = node(tmp_path)
+    os.remove(os.path.join(dest, 'sys', 'class', 'infiniband', 'mlx5_0', 'ports', '1', 'state'))  # transform
+    os.remove(os.path.join(dest, 'sys', 'class', 'infiniband', 'mlx5_1', 'ports', '1', 'rate'))   # transform
+    got = [r for r in find_regressions(before, gather_bundle(dest)) if r['check'] == 'nic_port_down']
+    assert [(r['subject'], r['after'], r['message']) for r in got] == [
+        ('mlx5_0/1', 'not checked', 'mlx5_0/1 went from ACTIVE to not checked (state unreadable in sysfs)'),
+        ('mlx5_1/1', 'not checked', 'mlx5_1/1 rate (Gb/s) was 200 before the change and cannot be read now')]

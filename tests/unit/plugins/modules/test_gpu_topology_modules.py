@@ -4,6 +4,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import json
+import os
 
 import pytest
 
@@ -12,7 +13,7 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpuops.node.plugins.module_utils import gpu_topology_module
 from ansible_collections.gpuops.node.plugins.modules import gpu_topology_check, gpu_topology_facts
-from real_captures import profile_text, real_text
+from real_captures import PROFILES, extract_ttar, profile_text, real_text
 
 DRIVER_MISSING = 'nvsmi-errors/couldnt-communicate-with-driver-a100-module-not-loaded.txt'
 
@@ -51,6 +52,14 @@ def a100(name):
     return lambda: profile_text('a100-sxm-8gpu-ib', name)
 
 
+def a100_sys(tmp_path):
+    """The simulated DGX A100's sysfs tree (its HCAs, PCI devices and NUMA nodes), unpacked under tmp_path."""
+    dest = os.path.join(str(tmp_path), 'sys')
+    if not os.path.isdir(dest):
+        extract_ttar(os.path.join(PROFILES, 'a100-sxm-8gpu-ib', 'sys.ttar'), dest)
+    return dest
+
+
 A100_OUTPUTS = {
     '-q -x': (0, a100('nvidia-smi-q-x.xml')),
     'topo -m': (0, a100('nvidia-smi-topo-m.txt')),
@@ -60,7 +69,7 @@ A100_OUTPUTS = {
 
 def test_facts_runs_the_three_commands(monkeypatch, capsys, tmp_path):
     result, recorded = run_module(gpu_topology_facts, monkeypatch, capsys,
-                                  {'sysfs_root': str(tmp_path)}, A100_OUTPUTS)
+                                  {'sysfs_root': a100_sys(tmp_path)}, A100_OUTPUTS)
     assert recorded.calls == [['/usr/bin/nvidia-smi', '-q', '-x'], ['/usr/bin/nvidia-smi', 'topo', '-m'],
                               ['/usr/bin/nvidia-smi', 'nvlink', '-s']]
     topo = result['ansible_facts']['gpu_topology']
@@ -75,12 +84,12 @@ def test_facts_runs_the_three_commands(monkeypatch, capsys, tmp_path):
         ('nvidia-smi -q -x', 'ok', list(range(8))), ('nvidia-smi topo -m', 'ok', list(range(8))),
         ('nvidia-smi nvlink -s', 'ok', list(range(8)))]
     assert recorded.timeouts == [60, 60, 60]
-    assert topo['missing'] == ['sys/class/infiniband', 'sys/devices/system/node']
+    assert topo['missing'] == [] and len(topo['nics']) == 12
 
 
 def test_facts_driver_not_loaded_does_not_fail(monkeypatch, capsys, tmp_path):
     outputs = dict((k, (9, DRIVER_MISSING)) for k in A100_OUTPUTS)
-    result, recorded = run_module(gpu_topology_facts, monkeypatch, capsys, {'sysfs_root': str(tmp_path)}, outputs)
+    result, recorded = run_module(gpu_topology_facts, monkeypatch, capsys, {'sysfs_root': a100_sys(tmp_path)}, outputs)
     assert 'failed' not in result
     topo = result['ansible_facts']['gpu_topology']
     assert topo['driver_loaded'] is False
@@ -92,14 +101,14 @@ def test_facts_driver_not_loaded_does_not_fail(monkeypatch, capsys, tmp_path):
 def test_facts_unreadable_output_fails_clearly(monkeypatch, capsys, tmp_path):
     outputs = dict(A100_OUTPUTS)
     outputs['topo -m'] = (0, 'topo/h100-8gpu-12nic-tpgds-aihub0008-CORRUPTED-paste.txt')
-    result, _rec = run_module(gpu_topology_facts, monkeypatch, capsys, {'sysfs_root': str(tmp_path)}, outputs)
+    result, _rec = run_module(gpu_topology_facts, monkeypatch, capsys, {'sysfs_root': a100_sys(tmp_path)}, outputs)
     assert result['failed'] is True
     assert result['msg'].startswith('could not read: nvidia-smi topo -m: line 7')
     assert 'Traceback' not in json.dumps(result)
 
 
 def test_check_reports_failures_without_failing_when_asked(monkeypatch, capsys, tmp_path):
-    args = {'sysfs_root': str(tmp_path), 'fail_on_mismatch': False,
+    args = {'sysfs_root': a100_sys(tmp_path), 'fail_on_mismatch': False,
             'expected': {'gpu_count': 4, 'mig_mode': 'Enabled', 'nvlink_relation': 'NV12'}}
     result, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
     assert result['passed'] is False
@@ -109,14 +118,14 @@ def test_check_reports_failures_without_failing_when_asked(monkeypatch, capsys, 
 
 
 def test_check_fails_task_by_default(monkeypatch, capsys, tmp_path):
-    args = {'sysfs_root': str(tmp_path), 'expected': {'gpu_count': 16}}
+    args = {'sysfs_root': a100_sys(tmp_path), 'expected': {'gpu_count': 16}}
     result, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
     assert result['failed'] is True
     assert 'expected 16 GPUs, found 8' in result['msg']
 
 
 def test_check_baseline_regressions(monkeypatch, capsys, tmp_path):
-    args = {'sysfs_root': str(tmp_path), 'fail_on_mismatch': False}
+    args = {'sysfs_root': a100_sys(tmp_path), 'fail_on_mismatch': False}
     before, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
     assert before['passed'] is True
     outputs = dict(A100_OUTPUTS)
@@ -136,7 +145,7 @@ def test_check_baseline_regressions(monkeypatch, capsys, tmp_path):
 
 
 def test_check_rejects_unknown_profile_keys_before_touching_the_node(monkeypatch, capsys, tmp_path):
-    args = {'sysfs_root': str(tmp_path), 'expected': {'gpu_cuont': 8}}
+    args = {'sysfs_root': a100_sys(tmp_path), 'expected': {'gpu_cuont': 8}}
     result, recorded = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
     assert result['failed'] is True
     assert 'unknown profile key(s): gpu_cuont' in result['msg']
@@ -156,7 +165,7 @@ def test_a_failing_nvlink_query_does_not_unload_the_driver(monkeypatch, capsys, 
     outputs = dict(A100_OUTPUTS)
     # transform: nvlink -s fails with an unrecognised message (as with all links inactive)
     outputs['nvlink -s'] = (3, 'nvsmi-errors/gpu-reset-not-supported-vm-DOCEXAMPLE.txt')
-    result, _rec = run_module(gpu_topology_facts, monkeypatch, capsys, {'sysfs_root': str(tmp_path)}, outputs)
+    result, _rec = run_module(gpu_topology_facts, monkeypatch, capsys, {'sysfs_root': a100_sys(tmp_path)}, outputs)
     topo = result['ansible_facts']['gpu_topology']
     assert topo['driver_loaded'] is True
     assert topo['driver_error'] is None
@@ -166,7 +175,7 @@ def test_a_failing_nvlink_query_does_not_unload_the_driver(monkeypatch, capsys, 
 
 def test_missing_binary_is_reported_by_command(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', lambda self, name, required=False, opt_dirs=None: None)
-    with patch_module_args({'sysfs_root': str(tmp_path)}):
+    with patch_module_args({'sysfs_root': a100_sys(tmp_path)}):
         with pytest.raises(SystemExit):
             gpu_topology_facts.main()
     topo = json.loads(capsys.readouterr().out)['ansible_facts']['gpu_topology']
@@ -176,7 +185,7 @@ def test_missing_binary_is_reported_by_command(monkeypatch, capsys, tmp_path):
 
 
 def test_check_mode_reads_the_same(monkeypatch, capsys, tmp_path):
-    args = {'sysfs_root': str(tmp_path), 'expected': {'mig_mode': 'Disabled'}, '_ansible_check_mode': True}
+    args = {'sysfs_root': a100_sys(tmp_path), 'expected': {'mig_mode': 'Disabled'}, '_ansible_check_mode': True}
     result, recorded = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
     assert result['passed'] is True and result['changed'] is False
     assert len(recorded.calls) == 3
@@ -190,7 +199,7 @@ def test_a_hung_nvidia_smi_is_killed_and_named(monkeypatch, capsys, tmp_path):
     smi = tmp_path / 'nvidia-smi'
     smi.write_text('#!/bin/sh\ncase "$1" in -q) cat %s ;; topo) sleep 30 ;; *) exit 3 ;; esac\n' % xml)
     smi.chmod(0o755)
-    args = {'nvidia_smi': str(smi), 'sysfs_root': str(tmp_path), 'command_timeout': 1,
+    args = {'nvidia_smi': str(smi), 'sysfs_root': a100_sys(tmp_path), 'command_timeout': 1,
             'expected': {'gpu_count': 8, 'nvlink_relation': 'NV12'}, 'fail_on_mismatch': False}
     with patch_module_args(args):
         with pytest.raises(SystemExit):
@@ -218,7 +227,7 @@ def test_non_executable_nvidia_smi_is_not_reported_as_missing(monkeypatch, capsy
     smi = tmp_path / 'nvidia-smi'
     smi.write_text('not a program\n')
     result, recorded = run_module(gpu_topology_facts, monkeypatch, capsys,
-                                  {'nvidia_smi': str(smi), 'sysfs_root': str(tmp_path)}, A100_OUTPUTS)
+                                  {'nvidia_smi': str(smi), 'sysfs_root': a100_sys(tmp_path)}, A100_OUTPUTS)
     error = result['ansible_facts']['gpu_topology']['driver_error']
     assert error == {'kind': 'nvidia_smi_unusable', 'rc': None,
                      'message': 'nvidia-smi at %s is not an executable file' % smi}
@@ -230,14 +239,14 @@ def test_non_utf8_live_output_keeps_the_facts(monkeypatch, capsys, tmp_path):
     # transform: two invalid UTF-8 bytes in the matrix's legend
     outputs['topo -m'] = (0, lambda: profile_text('a100-sxm-8gpu-ib', 'nvidia-smi-topo-m.txt').encode('utf-8')
                           .replace(b'Legend:', b'Legend:\xff\xfe', 1))
-    result, _rec = run_module(gpu_topology_facts, monkeypatch, capsys, {'sysfs_root': str(tmp_path)}, outputs)
+    result, _rec = run_module(gpu_topology_facts, monkeypatch, capsys, {'sysfs_root': a100_sys(tmp_path)}, outputs)
     topo = result['ansible_facts']['gpu_topology']
     assert 'failed' not in result and topo['gpu_count'] == 8 and topo['matrix']['GPU0']['GPU7'] == 'NV12'
     assert any(w.startswith('nvidia-smi topo -m: not valid UTF-8') for w in topo['warnings'])
 
 
 def test_wrong_baseline_is_refused_before_the_node_is_read(monkeypatch, capsys, tmp_path):
-    args = {'sysfs_root': str(tmp_path), 'fail_on_mismatch': False}
+    args = {'sysfs_root': a100_sys(tmp_path), 'fail_on_mismatch': False}
     before, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
     args['baseline'] = before            # the whole registered result, not its gpu_topology
     result, recorded = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
@@ -246,7 +255,7 @@ def test_wrong_baseline_is_refused_before_the_node_is_read(monkeypatch, capsys, 
 
 
 def test_baseline_of_another_node_is_refused(monkeypatch, capsys, tmp_path):
-    args = {'sysfs_root': str(tmp_path), 'fail_on_mismatch': False}
+    args = {'sysfs_root': a100_sys(tmp_path), 'fail_on_mismatch': False}
     h100 = dict((k, (0, lambda n=n: profile_text('h100-sxm-8gpu-ib', n)))
                 for k, n in (('-q -x', 'nvidia-smi-q-x.xml'), ('topo -m', 'nvidia-smi-topo-m.txt'),
                              ('nvlink -s', 'nvidia-smi-nvlink-s.txt')))
@@ -259,7 +268,7 @@ def test_baseline_of_another_node_is_refused(monkeypatch, capsys, tmp_path):
 
 def test_defer_roles_lists_what_the_driver_role_will_converge(monkeypatch, capsys, tmp_path):
     outputs = dict((k, (9, DRIVER_MISSING)) for k in A100_OUTPUTS)
-    args = {'sysfs_root': str(tmp_path), 'fail_on_mismatch': False, 'defer_roles': ['nvidia_driver'],
+    args = {'sysfs_root': a100_sys(tmp_path), 'fail_on_mismatch': False, 'defer_roles': ['nvidia_driver'],
             'expected': {'driver_version': '550.*', 'nvlink_relation': 'NV12', 'persistence_mode': 'Enabled'}}
     result, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, outputs)
     assert result['passed'] is True and result['failures'] == []
@@ -276,6 +285,20 @@ def test_defer_roles_lists_what_the_driver_role_will_converge(monkeypatch, capsy
 
 
 def test_defer_roles_rejects_an_unknown_role(monkeypatch, capsys, tmp_path):
-    args = {'sysfs_root': str(tmp_path), 'defer_roles': ['nvidia']}
+    args = {'sysfs_root': a100_sys(tmp_path), 'defer_roles': ['nvidia']}
     result, recorded = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
     assert result['failed'] is True and 'defer_roles' in result['msg'] and recorded.calls == []
+
+
+def test_a_child_holding_the_output_does_not_discard_a_finished_answer(tmp_path):
+    """run_bounded against a stand-in that prints the simulated A100's -q -x, leaves a child holding its stdout
+    and exits 0: the output and the exit status are kept, with a note."""
+    xml = tmp_path / 'q-x.xml'
+    xml.write_text(profile_text('a100-sxm-8gpu-ib', 'nvidia-smi-q-x.xml'))
+    smi = tmp_path / 'nvidia-smi'
+    smi.write_text('#!/bin/sh\ncat %s\nsleep 30 &\nexit 0\n' % xml)
+    smi.chmod(0o755)
+    rc, out, err, timed_out = gpu_topology_module.run_bounded([str(smi), '-q', '-x'], 1)
+    assert (rc, timed_out) == (0, False)
+    assert out.decode('utf-8') == xml.read_text()
+    assert err.endswith(b'exited 0 but a process it started kept its output open; stopped after 1 s')
