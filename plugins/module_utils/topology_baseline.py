@@ -294,8 +294,8 @@ def _nic_regressions(baseline, current):
             state = (now or {}).get('state') or NOT_CHECKED
             rate = (now or {}).get('rate_gbps')
             if port.get('state') == 'ACTIVE' and state != 'ACTIVE':
-                why = '' if state != NOT_CHECKED else ' (%s)' % ('port gone from sysfs' if now is None
-                                                                  else 'state unreadable in sysfs')
+                gone = 'port gone from sysfs' if now is None else 'state unreadable in sysfs'
+                why = '' if state != NOT_CHECKED else ' (%s)' % gone
                 regressions.append(_regression('nic_port_down', subject, 'ACTIVE', state,
                                                '%s went from ACTIVE to %s%s' % (subject, state, why)))
             elif now is not None and port.get('rate_gbps') and rate is None:

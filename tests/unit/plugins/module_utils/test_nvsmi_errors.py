@@ -80,6 +80,6 @@ def test_exit_255_with_output_is_a_failure_with_the_tools_text():
 def test_inforom_warning_before_an_output_names_the_gpu():
     # transform: the warning nvidia-smi prints for a GPU with a corrupted infoROM, before a real table
     text = 'WARNING: infoROM is corrupted at gpu 0000:07:00.0\n' + real_text('topo/dgx-a100-8gpu-12nic.txt')
-    assert device_errors(text) == [{'gpu': None, 'pci_bus_id': '0000:07:00.0', 'reason': 'infoROM is corrupted',
-                                      'readable': True}]
+    assert device_errors(text) == [
+        {'gpu': None, 'pci_bus_id': '0000:07:00.0', 'reason': 'infoROM is corrupted', 'readable': True}]
     assert classify_nvsmi_failure(0, text) is None
