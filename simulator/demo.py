@@ -69,7 +69,7 @@ PASSING = ('provisioned', 'validated')
 FAULT_CHECKS = {
     'driver_not_loaded': ('driver_loaded',),
     'ecc_uncorrectable': ('ecc_uncorrected', 'remapped_rows_pending', 'retired_pages_pending'),
-    'gpu_missing': ('gpu_count', 'numa_balance', 'gpu_nic_relation', 'nvlink_relation'),
+    'gpu_missing': ('gpu_count', 'outputs_disagree', 'numa_balance', 'gpu_nic_relation', 'nvlink_relation'),
     'ib_port_down': ('nic_port_state',),
     'mig_unexpected': ('mig_mode',),
     'nvlink_down': ('nvlink_active_links', 'nvlink_relation'),

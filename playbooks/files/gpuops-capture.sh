@@ -24,7 +24,8 @@
 #   sys/class/infiniband/<hca>/device -> ../../../bus/pci/devices/<address>
 #       (or device/numa_node when the HCA has no PCI address)
 #   sys/bus/pci/devices/<address>/{current_link_speed,current_link_width,max_link_speed,
-#       max_link_width,numa_node,vendor,device,class}   for every GPU and HCA
+#       max_link_width,numa_node,vendor,device,class}   for every GPU, NVSwitch and HCA
+#   proc/driver/nvidia/version   the loaded kernel module's version line, when a module is loaded
 #   capture.source    host, date, kernel, driver, command lines
 set -u
 
@@ -37,6 +38,7 @@ limit=${5:-60}
 bundle=$work/bundle
 commands=
 pci_addrs=
+nvswitches=
 
 # TIMEOUT: digits, not all zeros
 case $limit in
@@ -153,12 +155,23 @@ for dev in "$sysfs"/bus/pci/devices/*; do
     [ "$(cat "$dev/vendor" 2>/dev/null)" = 0x10de ] || continue
     case $(cat "$dev/class" 2>/dev/null) in
         0x0300*|0x0302*) gpus="$gpus $(basename "$dev")" ;;
+        0x0680*) nvswitches="$nvswitches $(basename "$dev")" ;;
     esac
 done
 for addr in $gpus; do
     add_pci "$addr"
 done
 gpu_addrs=$pci_addrs
+for addr in $nvswitches; do
+    add_pci "$addr"
+done
+
+# the loaded kernel module's version and flavour (open or proprietary), when a module is loaded
+if [ -f /proc/driver/nvidia/version ]; then
+    mkdir -p "$bundle/proc/driver/nvidia"
+    cat /proc/driver/nvidia/version >"$bundle/proc/driver/nvidia/version" 2>/dev/null ||
+        rm -f "$bundle/proc/driver/nvidia/version"
+fi
 
 # RDMA devices (and the port error counters health checks read)
 ib_error_counters="link_downed link_error_recovery symbol_error port_rcv_errors port_rcv_remote_physical_errors
@@ -228,6 +241,7 @@ Sysfs root: $sysfs
   bus/pci/devices/<address>/{current_link_speed,current_link_width,max_link_speed,max_link_width,numa_node,vendor,device,class,net/}
   devices/system/node/node*/cpulist
 GPU PCI addresses:${gpu_addrs:- none}
+NVSwitch PCI addresses:${nvswitches:- none}
 RDMA devices:${hcas:- none}
 Verbatim command output; may hold GPU serial numbers and UUIDs: review before publishing.
 EOF

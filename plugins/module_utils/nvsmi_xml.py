@@ -145,6 +145,9 @@ def _gpu(index, elem):
         retired_pending = _flag(retired, ['pending_retirement', 'pending_blacklist'], unreadable)
     mig_devices = elem.find('mig_devices')
     ecc = elem.find('ecc_errors')
+    processes = [{'pid': _int(_text(proc, 'pid')), 'type': _text(proc, 'type'), 'name': _text(proc, 'process_name'),
+                  'used_memory_mib': _int(_text(proc, 'used_memory'))}
+                 for proc in elem.findall('processes/process_info')]
     return {
         'index': index,
         'uuid': _text(elem, 'uuid'),
@@ -176,6 +179,7 @@ def _gpu(index, elem):
         'remapped_rows_uncorrectable': remapped_unc,
         'remapped_rows_pending': remapped_pending,
         'remapping_failure': remapping_failure,
+        'processes': processes,
         'unreadable': unreadable,
     }
 

@@ -16,6 +16,8 @@ import os
 import re
 
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
+from ansible_collections.gpuops.node.plugins.module_utils.nvidia_pci import (
+    GPU_CLASSES, NVIDIA_VENDOR, NVSWITCH_CLASS, architecture, model)
 from ansible_collections.gpuops.node.plugins.module_utils.rawtext import decode
 
 # PCIe transfer rate per lane (GT/s) -> generation
@@ -250,3 +252,38 @@ def read_infiniband(sysfs_root):
             'ports': ports,
         })
     return {'nics': nics, 'warnings': warnings}
+
+
+def read_pci_nvidia(sysfs_root, warnings):
+    """NVIDIA GPUs and NVSwitches on the PCI bus, whatever the driver: ``{gpus, nvswitches}`` or None.
+
+    None when ``bus/pci/devices`` does not exist. Each GPU has ``pci_bus_id``
+    (the sysfs address), ``device_id``, ``architecture`` and ``model`` (from
+    the id; None when unknown), ``numa_node`` and ``pcie`` (generations and
+    widths from sysfs), in bus order, the order nvidia-smi numbers GPUs in.
+    """
+    base = os.path.join(sysfs_root, 'bus', 'pci', 'devices')
+    if not os.path.isdir(base):
+        return None
+    gpus, switches = [], []
+    for address in sorted(os.listdir(base)):
+        if not _PCI_RE.match(address):
+            continue
+        vendor = read_value(os.path.join(base, address, 'vendor'), warnings)
+        klass = (read_value(os.path.join(base, address, 'class'), warnings) or '').lower()
+        if vendor is None or vendor.lower() != NVIDIA_VENDOR:
+            continue
+        device = read_value(os.path.join(base, address, 'device'), warnings)
+        if klass.startswith(NVSWITCH_CLASS):
+            switches.append({'pci_bus_id': address.lower(), 'device_id': device})
+        elif klass.startswith(GPU_CLASSES):
+            pci = read_pci_device(sysfs_root, address, warnings) or {}
+            gpus.append({
+                'pci_bus_id': address.lower(),
+                'device_id': device,
+                'architecture': architecture(device),
+                'model': model(device),
+                'numa_node': pci.get('numa_node'),
+                'pcie': dict((k, pci.get(k)) for k in ('gen_current', 'gen_max', 'width_current', 'width_max')),
+            })
+    return {'gpus': gpus, 'nvswitches': switches}

@@ -19,16 +19,17 @@ from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_errors import (
     WHOLE_OUTPUT_RE, device_errors, exit_meaning)
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_topo import closest_nics, numa_from_affinity
 from ansible_collections.gpuops.node.plugins.module_utils.rawtext import bounded, decode
+from ansible_collections.gpuops.node.plugins.module_utils.nvidia_proc import parse_driver_version
 from ansible_collections.gpuops.node.plugins.module_utils.sysfs import (
-    read_infiniband, read_numa_nodes, read_pci_device, sysfs_pci_address)
+    read_infiniband, read_numa_nodes, read_pci_device, read_pci_nvidia, read_value, sysfs_pci_address)
 from ansible_collections.gpuops.node.plugins.module_utils.topology_sources import (
     DRIVER_FAILURES, PARSERS, PARTS, BundleSource, CommandSource, judge_output)
 
 SCHEMA_VERSION = 2
 # the facts keys every snapshot has, in this schema
-TOP_KEYS = ('schema_version', 'driver_loaded', 'driver_error', 'driver_version', 'cuda_version', 'gpu_count', 'gpus',
-            'matrix', 'gpu_nic_affinity', 'nics', 'numa_nodes', 'outputs', 'device_errors', 'missing', 'errors',
-            'warnings')
+TOP_KEYS = ('schema_version', 'driver_loaded', 'driver_error', 'driver_version', 'kernel_module', 'cuda_version',
+            'gpu_count', 'gpus', 'gpu_processes', 'pci_gpus', 'nvswitch_count', 'matrix', 'gpu_nic_affinity', 'nics',
+            'numa_nodes', 'outputs', 'device_errors', 'missing', 'errors', 'warnings')
 
 
 def _empty():
@@ -37,9 +38,13 @@ def _empty():
         'driver_loaded': False,
         'driver_error': None,
         'driver_version': None,
+        'kernel_module': None,
         'cuda_version': None,
         'gpu_count': 0,
         'gpus': [],
+        'gpu_processes': [],
+        'pci_gpus': None,
+        'nvswitch_count': None,
         'matrix': {},
         'gpu_nic_affinity': {},
         'nics': [],
@@ -52,7 +57,7 @@ def _empty():
     }
 
 
-def gather(source, sysfs_root):
+def gather(source, sysfs_root, proc_root=None):
     """Build the ``gpu_topology`` dict from a source and a sysfs root.
 
     Never raises on bad input: each output's status is in ``outputs`` (see
@@ -83,7 +88,33 @@ def gather(source, sysfs_root):
 
     _assemble_gpus(topo, parsed, sysfs_root)
     _assemble_nics(topo, parsed.get('topo'), sysfs_root)
+    _assemble_bare(topo, sysfs_root, proc_root)
     return topo
+
+
+def _assemble_bare(topo, sysfs_root, proc_root):
+    """What the node says without nvidia-smi: GPUs and NVSwitches on the PCI bus, the loaded kernel module."""
+    pci = read_pci_nvidia(sysfs_root, topo['warnings']) if sysfs_root else None
+    if pci is None:
+        topo['missing'].append('sys/bus/pci/devices')
+    else:
+        topo['pci_gpus'] = pci['gpus']
+        topo['nvswitch_count'] = len(pci['nvswitches'])
+    path = os.path.join(proc_root, 'driver', 'nvidia', 'version') if proc_root else None
+    text = read_value(path, topo['warnings']) if path else None
+    if text is None:
+        return          # no loaded module (or no procfs in a bundle): nothing to say
+    try:
+        module = parse_driver_version(text)
+    except ParseError as exc:
+        topo['errors'].append(exc.to_dict())
+        return
+    topo['kernel_module'] = module['kernel_module']
+    if topo['driver_version'] is None:
+        topo['driver_version'] = module['version']
+    elif topo['driver_version'] != module['version']:
+        topo['warnings'].append('nvidia-smi reports driver %s but the loaded kernel module is %s'
+                                % (topo['driver_version'], module['version']))
 
 
 def _output(label, status, failure=None):
@@ -179,6 +210,7 @@ def _assemble_gpus(topo, parsed, sysfs_root):
         _place_gpu(topo, gpu, matrix, nvlink_by_gpu.get(id(gpu)), sysfs_root)
     topo['gpus'] = gpus
     topo['gpu_count'] = len(gpus)
+    topo['gpu_processes'] = [dict(proc, gpu=gpu['index']) for gpu in gpus for proc in gpu.get('processes') or []]
     if matrix is not None:
         topo['matrix'] = matrix['matrix']
     # the driver answers when an output it printed was read and lists at least one GPU
@@ -299,16 +331,16 @@ def _strip_device_errors(text):
 
 
 def gather_bundle(bundle_dir, sysfs_root=None):
-    """Facts from a capture bundle; sysfs defaults to ``<bundle>/sys``."""
+    """Facts from a capture bundle; sysfs defaults to ``<bundle>/sys``, procfs is ``<bundle>/proc``."""
     if sysfs_root is None:
         sysfs_root = os.path.join(bundle_dir, 'sys')
-    topo = gather(BundleSource(bundle_dir), sysfs_root)
+    topo = gather(BundleSource(bundle_dir), sysfs_root, os.path.join(bundle_dir, 'proc'))
     if not os.path.isdir(sysfs_root):
         topo['missing'].append('sys')
     return topo
 
 
-def gather_live(run_command, nvidia_smi, sysfs_root='/sys', nvidia_smi_problem=None, limit=None):
+def gather_live(run_command, nvidia_smi, sysfs_root='/sys', nvidia_smi_problem=None, limit=None, proc_root='/proc'):
     """Facts from the running node.
 
     ``run_command(argv)`` returns ``(rc, out, err)`` or ``(rc, out, err,
@@ -316,7 +348,7 @@ def gather_live(run_command, nvidia_smi, sysfs_root='/sys', nvidia_smi_problem=N
     ``nvidia_smi_problem`` says why (default: not found); ``limit`` is the
     time limit ``run_command`` applies to each call, for messages.
     """
-    topo = gather(CommandSource(run_command, nvidia_smi, limit), sysfs_root)
+    topo = gather(CommandSource(run_command, nvidia_smi, limit), sysfs_root, proc_root)
     if nvidia_smi is None:
         kind = 'nvidia_smi_missing' if nvidia_smi_problem is None else 'nvidia_smi_unusable'
         topo['driver_error'] = {'kind': kind, 'rc': None,

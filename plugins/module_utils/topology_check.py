@@ -57,16 +57,17 @@ class Check(object):
 
 
 def _count(ctx, wanted):
-    actual = ctx.topology.get('gpu_count')
+    actual = len(ctx.gpus) if ctx.pci_view else ctx.topology.get('gpu_count')
     if actual == wanted:
         return []
     return [failure('gpu_count', 'node', wanted, actual, 'expected %d GPUs, found %s' % (wanted, actual))]
 
 
 def _driver_version(ctx, pattern):
-    if ctx.outputs.get('xml', {}).get('status') not in ('ok', 'exit'):
-        return [not_checked('driver_version', 'node', pattern, 'no readable %s' % ctx.source('xml'))]
     actual = ctx.topology.get('driver_version')
+    if actual is None:
+        return [not_checked('driver_version', 'node', pattern, 'no readable %s and no %s'
+                            % (ctx.source('xml'), '/proc/driver/nvidia/version'))]
     if actual is not None and fnmatch.fnmatchcase(actual, pattern):
         return []
     return [failure('driver_version', 'node', pattern, actual, 'driver %s does not match %s' % (actual, pattern))]
@@ -237,16 +238,17 @@ CHECKS = (
           None, ('topo', 'sysfs'), _nic_missing),
     Check('driver_loaded', None, None, 'nvidia-smi cannot talk to the driver, or nothing it printed could be read',
           'nvidia_driver', (), check_driver_loaded),
-    Check('gpu_count', 'gpu_count', INT, 'number of GPUs', None, ('xml', 'topo', 'nvlink'), _count),
+    Check('gpu_count', 'gpu_count', INT, 'number of GPUs (on the PCI bus when no driver answers)', None,
+          ('xml', 'topo', 'nvlink', 'pci'), _count),
     Check('gpu_model', 'gpu_model', GLOB, 'glob matched against every GPU name, e.g. "NVIDIA H100*"',
-          None, ('xml', 'nvlink'), per_gpu(('xml', 'nvlink'), check_gpu_model)),
+          None, ('xml', 'nvlink', 'pci'), per_gpu(('xml', 'nvlink', 'pci'), check_gpu_model)),
     Check('driver_version', 'driver_version', GLOB, 'glob matched against the driver version, e.g. "550.*"',
           'nvidia_driver', ('xml',), _driver_version),
     Check('pcie_gen', 'pcie_gen_min', INT,
           'lowest acceptable PCIe generation: supported (gen_max), and current when busy',
-          None, ('xml',), per_gpu(('xml',), check_pcie_gen)),
+          None, ('xml', 'pci'), per_gpu(('xml', 'pci'), check_pcie_gen)),
     Check('pcie_width', 'pcie_width_min', INT, 'lowest acceptable current PCIe link width',
-          None, ('xml',), per_gpu(('xml',), check_pcie_width)),
+          None, ('xml', 'pci'), per_gpu(('xml', 'pci'), check_pcie_width)),
     Check('nvlink_relation', 'nvlink_relation', LINK,
           'topology relation required between every GPU pair, e.g. "NV18"', None, ('topo',), _nvlink_relation),
     Check('nvlink_active_links', 'nvlink_active_links', INT, 'active NVLink links required on every GPU',
@@ -350,14 +352,24 @@ def validate_profile(expected):
 
 
 class Context(object):
-    """What every check function reads: the snapshot, the profile and the outputs' coverage."""
+    """What every check function reads: the snapshot, the profile and the outputs' coverage.
+
+    ``gpus`` is what nvidia-smi lists; on a node whose driver does not answer it is the GPUs on the PCI bus
+    (``pci_view``), numbered in bus order as nvidia-smi would number them, each with ``sources: [pci]``.
+    """
 
     def __init__(self, topology, expected):
         self.topology = topology
         self.expected = expected
-        self.gpus = topology.get('gpus') or []
         self.outputs = topology.get('outputs') or {}
         self.missing = topology.get('missing') or []
+        self.pci_view = not topology.get('driver_loaded') and topology.get('pci_gpus') is not None
+        if self.pci_view:
+            self.gpus = [{'index': i, 'name': g.get('model'), 'pci_bus_id': g['pci_bus_id'], 'pcie': g.get('pcie'),
+                          'numa_node': g.get('numa_node'), 'sources': ['pci']}
+                         for i, g in enumerate(topology['pci_gpus'])]
+        else:
+            self.gpus = topology.get('gpus') or []
 
     def source(self, part):
         return (self.outputs.get(part) or {}).get('source') or part
@@ -381,7 +393,8 @@ def run_checks(topology, expected, defer_roles=()):
     for check in CHECKS:
         if check.key is not None and check.key not in exp or check.name == 'nic_names':
             continue
-        needs_driver = any(part in _NEEDS_DRIVER for part in check.reads)
+        needs_driver = any(part in _NEEDS_DRIVER for part in check.reads) and not (
+            ctx.pci_view and 'pci' in check.reads)
         if check.role in defer_roles:
             deferred.append({'check': check.name, 'key': check.key, 'role': check.role,
                              'why': 'converged by the %s role in this run' % check.role})

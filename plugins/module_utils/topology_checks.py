@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import fnmatch
 
+from ansible_collections.gpuops.node.plugins.module_utils.sysfs import sysfs_pci_address
 from ansible_collections.gpuops.node.plugins.module_utils.topology_sources import DRIVER_FAILURES, PARTS, STATUSES
 
 NOT_CHECKED = 'not checked'
@@ -73,10 +74,13 @@ def check_driver_loaded(ctx, _value):
         return []
     err = ctx.topology.get('driver_error') or {}
     message = err.get('message')
+    pci = ctx.topology.get('pci_gpus')
     if not message:
         states = ['%s: %s' % (ctx.outputs[p]['source'], STATUSES.get(ctx.outputs[p]['status'], ctx.outputs[p]['status']))
                   for p in PARTS if p in ctx.outputs]
         message = 'no nvidia-smi output could be read (%s)' % ('; '.join(states) or 'none was available')
+    if pci:
+        message += '; the PCI bus shows %d NVIDIA GPU(s)' % len(pci)
     return [failure('driver_loaded', 'node', True, False, message)]
 
 
@@ -110,6 +114,7 @@ def check_outputs_disagree(ctx, _value):
         failures.append(failure('outputs_disagree', 'node', '%d GPUs printed' % xml['attached'], len(listed['xml']),
                                 '%s reports %d attached GPUs but prints %d: a GPU it could not read is missing'
                                 % (ctx.source('xml'), xml['attached'], len(listed['xml']))))
+    failures.extend(_pci_disagrees(ctx, listed, failed))
     xml_uuids = set(u for u in xml.get('uuids') or [] if u)
     link_uuids = set(u for u in (ctx.outputs.get('nvlink') or {}).get('uuids') or [] if u)
     if 'xml' in listed and 'nvlink' in listed and xml_uuids and link_uuids - xml_uuids:
@@ -118,6 +123,21 @@ def check_outputs_disagree(ctx, _value):
                                 '%s names GPU UUIDs %s lists nowhere: %s'
                                 % (ctx.source('nvlink'), ctx.source('xml'), ', '.join(strangers))))
     return failures
+
+
+def _pci_disagrees(ctx, listed, failed):
+    """A GPU on the PCI bus that nvidia-smi -q -x does not list (and no error line names) fell out of the driver."""
+    pci = ctx.topology.get('pci_gpus')
+    if pci is None or 'xml' not in listed or not ctx.topology.get('driver_loaded'):
+        return []
+    seen = set(sysfs_pci_address(g.get('pci_bus_id')) for g in ctx.topology.get('gpus') or [])
+    seen |= set(sysfs_pci_address(e.get('pci_bus_id')) for e in ctx.topology.get('device_errors') or [])
+    absent = [g['pci_bus_id'] for g in pci if g['pci_bus_id'] not in seen]
+    if not absent:
+        return []
+    return [failure('outputs_disagree', 'node', 'every NVIDIA GPU on the PCI bus', absent,
+                    'the PCI bus shows %d NVIDIA GPUs, %s lists %d: %s not listed (fallen off the driver, or not '
+                    'initialised)' % (len(pci), ctx.source('xml'), len(listed['xml']), ', '.join(absent)))]
 
 
 # ---------------------------------------------------------------- per-GPU checks

@@ -39,7 +39,7 @@ options:
       - The keys, from the collection's table of checks (the README shows the same table with the role that
         converges each key).
       # generated from topology_check.CHECKS by tests/scripts/check_table.py
-      - "C(gpu_count) (int): number of GPUs."
+      - "C(gpu_count) (int): number of GPUs (on the PCI bus when no driver answers)."
       - "C(gpu_model) (glob): glob matched against every GPU name, e.g. \"NVIDIA H100*\"."
       - "C(driver_version) (glob): glob matched against the driver version, e.g. \"550.*\"."
       - "C(pcie_gen_min) (int): lowest acceptable PCIe generation: supported (gen_max), and current when busy."

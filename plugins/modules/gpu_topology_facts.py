@@ -93,6 +93,39 @@ ansible_facts:
           type: str
           returned: always
           sample: "550.90.07"
+        kernel_module:
+          description:
+            - C(open) or C(proprietary), from C(/proc/driver/nvidia/version) when an NVIDIA kernel module is loaded;
+              null otherwise.
+            - C(driver_version) comes from C(-q -x), else from the same file.
+          type: str
+          returned: always
+          sample: open
+        pci_gpus:
+          description:
+            - NVIDIA GPUs on the PCI bus (vendor C(0x10de), class C(0x0300) or C(0x0302)) from
+              C(<sysfs_root>/bus/pci/devices), whatever the driver; null when that directory does not exist.
+            - Each has C(pci_bus_id), C(device_id), C(architecture) and C(model) (from the device id; null when the id is
+              not in the collection's table), C(numa_node) and C(pcie) (C(gen_current), C(gen_max), C(width_current),
+              C(width_max)), in bus order.
+            - On a node whose driver does not answer, the checks of GPU count, model and PCIe links use this list.
+          type: list
+          elements: dict
+          returned: always
+          sample: [{pci_bus_id: "0000:19:00.0", device_id: "0x2330", architecture: Hopper, model: NVIDIA H100 80GB HBM3,
+                    numa_node: 0, pcie: {gen_current: 5, gen_max: 5, width_current: 16, width_max: 16}}]
+        nvswitch_count:
+          description: NVSwitches on the PCI bus (vendor C(0x10de), class C(0x0680)); null without C(bus/pci/devices).
+          type: int
+          returned: always
+          sample: 4
+        gpu_processes:
+          description: Compute and graphics processes running on the GPUs, from C(-q -x), each with C(gpu), C(pid),
+            C(type), C(name) and C(used_memory_mib).
+          type: list
+          elements: dict
+          returned: always
+          sample: [{gpu: 0, pid: 4242, type: C, name: python3, used_memory_mib: 1234}]
         cuda_version:
           description: CUDA version the driver supports.
           type: str

@@ -51,7 +51,7 @@ def test_h100_matrix_bundle(bundle):
     topo = gather_bundle(bundle(**H100))
     assert topo['driver_loaded'] is True
     assert topo['gpu_count'] == 8
-    assert topo['missing'] == ['nvidia-smi-q-x.xml', 'sys/devices/system/node']
+    assert topo['missing'] == ['nvidia-smi-q-x.xml', 'sys/devices/system/node', 'sys/bus/pci/devices']
     assert topo['gpu_nic_affinity']['GPU3'] == {'relation': 'PIX', 'nics': ['mlx5_5']}
     assert topo['gpu_nic_affinity']['GPU0'] == {'relation': 'PIX', 'nics': ['mlx5_0']}
     assert topo['gpus'][0]['nvlink_active'] == 18
@@ -71,7 +71,8 @@ def test_dgx_a100_xml_of_one_gpu_and_matrix_of_eight_disagree(bundle):
     assert topo['gpus'][0]['sources'] == ['xml', 'topo'] and topo['gpus'][1]['sources'] == ['topo']
     assert topo['gpus'][0]['numa_node'] == 3
     assert topo['gpus'][0]['cpu_affinity'] == '48-63,176-191'
-    assert topo['missing'] == ['nvidia-smi-nvlink-s.txt', 'sys/class/infiniband', 'sys/devices/system/node', 'sys']
+    assert topo['missing'] == ['nvidia-smi-nvlink-s.txt', 'sys/class/infiniband', 'sys/devices/system/node',
+                               'sys/bus/pci/devices', 'sys']
     failures = check_profile(topo, {'gpu_model': 'NVIDIA A100*', 'ecc_mode': 'Enabled', 'nvlink_relation': 'NV12'})
     assert failures[0]['check'] == 'outputs_disagree'
     assert failures[0]['actual'] == {'nvidia-smi-q-x.xml': 1, 'nvidia-smi-topo-m.txt': 8}
