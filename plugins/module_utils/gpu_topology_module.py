@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.gpuops.node.plugins.module_utils.packages import read_installed_driver
 from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle, gather_live
 from ansible_collections.gpuops.node.plugins.module_utils.topology_sources import DEFAULT_TIMEOUT, run_bounded
 
@@ -50,4 +51,8 @@ def gather_for_module(module):
         # LC_ALL=C keeps the tool's messages in the form the parsers read
         return run_bounded(argv, timeout, {'LC_ALL': 'C'})
 
-    return gather_live(run, path, params['sysfs_root'] or '/sys', problem, timeout)
+    topology = gather_live(run, path, params['sysfs_root'] or '/sys', problem, timeout)
+    installed = read_installed_driver(run, lambda name: module.get_bin_path(name, required=False))
+    topology['driver_installed'] = installed
+    topology['driver_installed_version'] = installed['version'] if installed else None
+    return topology

@@ -27,7 +27,8 @@ from ansible_collections.gpuops.node.plugins.module_utils.topology_sources impor
 
 SCHEMA_VERSION = 2
 # the facts keys every snapshot has, in this schema
-TOP_KEYS = ('schema_version', 'driver_loaded', 'driver_error', 'driver_version', 'kernel_module', 'cuda_version',
+TOP_KEYS = ('schema_version', 'driver_loaded', 'driver_error', 'driver_version', 'driver_installed_version',
+            'driver_installed', 'kernel_module', 'cuda_version',
             'gpu_count', 'gpus', 'gpu_processes', 'pci_gpus', 'nvswitch_count', 'matrix', 'gpu_nic_affinity', 'nics',
             'numa_nodes', 'outputs', 'device_errors', 'missing', 'errors', 'warnings')
 
@@ -38,6 +39,8 @@ def _empty():
         'driver_loaded': False,
         'driver_error': None,
         'driver_version': None,
+        'driver_installed_version': None,
+        'driver_installed': None,
         'kernel_module': None,
         'cuda_version': None,
         'gpu_count': 0,

@@ -93,6 +93,20 @@ ansible_facts:
           type: str
           returned: always
           sample: "550.90.07"
+        driver_installed_version:
+          description:
+            - The driver version the package manager installed (the package that owns C(libnvidia-ml.so.1), found with
+              C(dpkg-query) or C(rpm)), whatever the source; null when none is installed, and for a bundle.
+            - It differs from C(driver_version), the loaded one, until the node reboots into the installed driver.
+          type: str
+          returned: always
+          sample: "550.163.01"
+        driver_installed:
+          description: The package behind RV(ansible_facts.gpu_topology.driver_installed_version), with C(package),
+            C(package_version) and C(version); null when none is installed.
+          type: dict
+          returned: always
+          sample: {package: libnvidia-ml1, package_version: 550.163.01-2, version: "550.163.01"}
         kernel_module:
           description:
             - C(open) or C(proprietary), from C(/proc/driver/nvidia/version) when an NVIDIA kernel module is loaded;

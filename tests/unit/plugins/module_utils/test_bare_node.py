@@ -140,3 +140,20 @@ def test_gpu_processes_from_the_xml(tmp_path):
         handle.write(running(real_text('nvsmi-xml/tesla-p100-pcie-16gb-driver510-gce-netdata.xml')))
     topo = gather_bundle(dest)
     assert topo['gpu_processes'] == [{'gpu': 0, 'pid': 4242, 'type': 'C', 'name': 'python3', 'used_memory_mib': 1234}]
+
+
+@pytest.mark.parametrize('version,expected', [
+    ('550.163.01-2~deb13u1', '550.163.01'), ('1:550.54.15-1', '550.54.15'), ('550.54.15-1.el9', '550.54.15'),
+    ('535.216.01-0ubuntu0.22.04.1', '535.216.01'), ('', None), ('garbage', None),
+])
+def test_upstream_driver_version(version, expected):
+    from ansible_collections.gpuops.node.plugins.module_utils.packages import upstream
+    assert upstream(version) == expected
+
+
+def test_dpkg_owner_skips_diversions():
+    from ansible_collections.gpuops.node.plugins.module_utils.packages import dpkg_owner
+    text = ('diversion by gpuops-sim from: /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1\n'
+            'libnvidia-ml1:amd64: /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1\n')
+    assert dpkg_owner(text) == 'libnvidia-ml1'
+    assert dpkg_owner('dpkg-query: no path found matching pattern *libnvidia-ml.so.1*\n') is None

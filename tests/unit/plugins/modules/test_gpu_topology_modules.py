@@ -36,11 +36,12 @@ class Recorded(object):
         return rc, text.encode('utf-8') if isinstance(text, str) else text, err.encode('utf-8'), timed_out
 
 
-def run_module(mod, monkeypatch, capsys, args, outputs):
+def run_module(mod, monkeypatch, capsys, args, outputs, binaries=('nvidia-smi',)):
+    """Run a module with nvidia-smi (and the package tools in ``binaries``) answering from ``outputs``."""
     recorded = Recorded(outputs)
     monkeypatch.setattr(gpu_topology_module, 'run_bounded', recorded)
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path',
-                        lambda self, name, required=False, opt_dirs=None: '/usr/bin/nvidia-smi')
+                        lambda self, name, required=False, opt_dirs=None: '/usr/bin/' + name if name in binaries else None)
     with patch_module_args(args):
         with pytest.raises(SystemExit):
             mod.main()
@@ -302,3 +303,28 @@ def test_a_child_holding_the_output_does_not_discard_a_finished_answer(tmp_path)
     assert (rc, timed_out) == (0, False)
     assert out.decode('utf-8') == xml.read_text()
     assert err.endswith(b'exited 0 but a process it started kept its output open; stopped after 1 s')
+
+
+
+def test_installed_driver_from_dpkg(monkeypatch, capsys, tmp_path):
+    outputs = dict(A100_OUTPUTS)
+    # dpkg-query's own output forms, for the package Debian 13 ships NVML in (the debian13_real_nvidia scenario
+    # checks the same against the real packages)
+    outputs['-S libnvidia-ml.so.1'] = (0, lambda: 'libnvidia-ml1:amd64: /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1\n')
+    outputs['-W -f=${Version} libnvidia-ml1'] = (0, lambda: '550.163.01-2')
+    result, recorded = run_module(gpu_topology_facts, monkeypatch, capsys, {'sysfs_root': a100_sys(tmp_path)},
+                                  outputs, binaries=('nvidia-smi', 'dpkg-query'))
+    topo = result['ansible_facts']['gpu_topology']
+    assert topo['driver_installed'] == {'package': 'libnvidia-ml1', 'package_version': '550.163.01-2',
+                                        'version': '550.163.01'}
+    assert topo['driver_installed_version'] == '550.163.01'
+    assert recorded.calls[-2:] == [['/usr/bin/dpkg-query', '-S', 'libnvidia-ml.so.1'],
+                                   ['/usr/bin/dpkg-query', '-W', '-f=${Version}', 'libnvidia-ml1']]
+
+
+def test_no_installed_driver(monkeypatch, capsys, tmp_path):
+    outputs = dict(A100_OUTPUTS)
+    outputs['-S libnvidia-ml.so.1'] = (1, lambda: '')       # dpkg-query: no path found matching pattern
+    result, _rec = run_module(gpu_topology_facts, monkeypatch, capsys, {'sysfs_root': a100_sys(tmp_path)},
+                              outputs, binaries=('nvidia-smi', 'dpkg-query'))
+    assert result['ansible_facts']['gpu_topology']['driver_installed_version'] is None
