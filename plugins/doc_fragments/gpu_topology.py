@@ -26,6 +26,13 @@ options:
       - When O(bundle_dir) is set and this option is not, C(<bundle_dir>/sys) is used.
       - A path that is not a directory fails the module before anything is read.
     type: path
+  proc_root:
+    description:
+      - Where procfs is mounted; the loaded NVIDIA kernel module's version and flavour are read from
+        C(<proc_root>/driver/nvidia/version).
+      - With O(bundle_dir), C(<bundle_dir>/proc) is used.
+    type: path
+    default: /proc
   bundle_dir:
     description:
       - Read everything from a capture bundle on the node instead of running commands.

@@ -16,6 +16,7 @@ from ansible_collections.gpuops.node.plugins.module_utils.topology_sources impor
 GATHER_ARGS = dict(
     nvidia_smi=dict(type='str', default='nvidia-smi'),
     sysfs_root=dict(type='path'),
+    proc_root=dict(type='path', default='/proc'),
     bundle_dir=dict(type='path'),
     command_timeout=dict(type='int', default=DEFAULT_TIMEOUT),
 )
@@ -38,8 +39,9 @@ def gather_for_module(module):
     if params['command_timeout'] < 1:
         module.fail_json(msg='command_timeout must be at least 1 (seconds per nvidia-smi call), got %d'
                          % params['command_timeout'])
-    if params['sysfs_root'] and not os.path.isdir(params['sysfs_root']):
-        module.fail_json(msg='sysfs_root %s is not a directory' % params['sysfs_root'])
+    for name in ('sysfs_root', 'proc_root'):
+        if params[name] and not os.path.isdir(params[name]):
+            module.fail_json(msg='%s %s is not a directory' % (name, params[name]))
     if params['bundle_dir']:
         if not os.path.isdir(params['bundle_dir']):
             module.fail_json(msg='bundle_dir %s is not a directory' % params['bundle_dir'])
@@ -51,7 +53,7 @@ def gather_for_module(module):
         # LC_ALL=C keeps the tool's messages in the form the parsers read
         return run_bounded(argv, timeout, {'LC_ALL': 'C'})
 
-    topology = gather_live(run, path, params['sysfs_root'] or '/sys', problem, timeout)
+    topology = gather_live(run, path, params['sysfs_root'] or '/sys', problem, timeout, params['proc_root'])
     installed = read_installed_driver(run, lambda name: module.get_bin_path(name, required=False))
     topology['driver_installed'] = installed
     topology['driver_installed_version'] = installed['version'] if installed else None
