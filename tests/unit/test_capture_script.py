@@ -292,3 +292,24 @@ def test_playbook_passes_the_timeout_to_the_node(tmp_path):
     assert _read(os.path.join(host, 'nvidia-smi-topo-m.txt.rc')) == '124\n'
     assert _read(os.path.join(host, 'nvidia-smi-q-x.xml')) == real_text(XML)
     assert '(exit status 124: timed out after 1 s)' in _read(os.path.join(host, 'capture.source'))
+
+
+def test_nvswitches_are_captured_and_read_back(tmp_path):
+    """An NVSwitch on the PCI bus (class 0x0680) is copied into the bundle and counted by the facts."""
+    from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
+    tmp = str(tmp_path)
+    sysfs = make_sysfs(tmp)
+    switch = os.path.join(sysfs, 'bus', 'pci', 'devices', '0000:05:00.0')
+    os.makedirs(switch)
+    for name, value in (('vendor', '0x10de'), ('class', '0x068000'), ('device', '0x22a3')):
+        with open(os.path.join(switch, name), 'w') as handle:
+            handle.write(value + '\n')
+    work = os.path.join(tmp, 'work')
+    run = run_script(work, write_fake(tmp), sysfs)
+    assert run.returncode == 0, run.stderr
+    bundle = os.path.join(work, 'bundle')
+    assert _read(os.path.join(bundle, 'sys', 'bus', 'pci', 'devices', '0000:05:00.0', 'class')) == '0x068000\n'
+    assert 'NVSwitch PCI addresses: 0000:05:00.0\n' in _read(os.path.join(bundle, 'capture.source'))
+    facts = gather_bundle(bundle)
+    assert facts['nvswitch_count'] == 1
+    assert [g['pci_bus_id'] for g in facts['pci_gpus']] == ['0000:00:04.0']
