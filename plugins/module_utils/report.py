@@ -8,19 +8,30 @@ Pure functions, standard library only (Python 3.8+). The renderers are
 deterministic (no timestamps, stable ordering) so that writing the same
 records twice produces byte-identical files.
 
-A record describes one host of a run::
+A record describes one host of a run. The playbooks hand over what each step
+returned, as registered, and every status is decided here::
 
     {
       "host": "gpu-a01", "rack": "rack_a", "node_class": "dgx_h100",
-      "pre_check": {"passed": true, "failures": []} | null,
-      "held_back": false,
-      "changes": {"nvidia_driver": 3, "mofed": false},
-      "post_check": {"passed": true, "failures": [], "regressions": []} | null,
-      "status": "provisioned",          # optional, derived when absent
-      "error": "task X failed: ...",    # optional
-      "unreachable": false,             # optional
-      "phase": "done",                  # optional: start/pre_check/changes/post_check/done
+      "phase": "done",                  # "started" until the host reached the report
+      "check_mode": false,              # the run was --check: nothing changed
+      "errors": ["task X: ..."],        # or "error": "...": what failed (rescued tasks)
+      "gather": {...},                  # registered result of the fact gathering (unreachable?)
+      "pre_check": {...} | null,        # gpu_topology_check result: passed, failures, deferred
+      "roles": ["nvidia_driver"],       # rollout records only: the roles the run applies
+      "changes": {"nvidia_driver": 3},  # <role>_changed of each role
+      "reboot_required": {"nvidia_driver": true},   # <role>_reboot_required of each role
+      "reboot": {...} | null,           # registered result of ansible.builtin.reboot
+      "post_check": {...} | null,       # gpu_topology_check result with regressions
     }
+
+A check result may be the module's registered result (``unreachable``,
+``skipped`` and ``failed`` results are understood; ``gpu_topology`` and the
+rest are ignored) or the summary ``{"passed", "failures", "regressions",
+"deferred"}``. ``status``, ``held_back`` and ``unreachable`` may be given;
+otherwise they are derived (see derive_status). A record with ``roles`` is a
+rollout record: a failed pre-change check holds its host back. Without
+``roles`` (validate.yml) it only fails the host.
 
 Any other key (for example ``gpu_topology``) is kept in the per-host JSON
 document but left out of the rack report.
@@ -33,16 +44,20 @@ import json
 import re
 import xml.etree.ElementTree as ET
 
-STATUSES = ('provisioned', 'validated', 'held_back', 'regressed', 'unreachable', 'failed')
+STATUSES = ('provisioned', 'validated', 'held_back', 'reboot_required', 'regressed', 'unreachable', 'failed',
+            'not_started')
 PASSING_STATUSES = ('provisioned', 'validated')
-PHASES = ('pre_check', 'post_check')
+# statuses that always fail their host after the report; held_back and reboot_required only when asked
+FAILING_STATUSES = ('failed', 'regressed', 'unreachable')
+PHASES = ('started', 'done')
 DEFAULT_TITLE = 'GPU rack report'
 UNRACKED = 'unracked'
 
 FAILURE_KEYS = ('check', 'subject', 'expected', 'actual', 'message')
 REGRESSION_KEYS = ('check', 'subject', 'before', 'after', 'message')
+DEFERRED_KEYS = ('check', 'key', 'role', 'why')
 RECORD_KEYS = ('host', 'rack', 'node_class', 'status', 'held_back', 'unreachable', 'error',
-               'phase', 'pre_check', 'changes', 'post_check')
+               'phase', 'check_mode', 'pre_check', 'changes', 'reboot', 'post_check')
 
 # Characters that XML 1.0 does not allow, even escaped (C0 controls but tab and line ends, lone surrogates,
 # U+FFFE, U+FFFF), those it discourages (DEL, C1 controls) and the bidirectional embeddings, overrides and
@@ -101,50 +116,104 @@ def _items(values, keys, name, host):
     return out
 
 
-def _check(value, name, host, with_regressions):
+def _result(value, name, host):
+    """``(result, unreachable)`` of a step: None for a missing, skipped or failed result.
+
+    ``unreachable`` is the message of a result whose host could not be reached, else None. A failed task's
+    message comes with the record's ``errors`` (the play's rescue), so a failed result only counts as not run.
+    """
     if value is None:
-        return None
+        return None, None
     if not isinstance(value, dict):
         raise ReportError('host %s: %s must be a dict or null, got %r' % (host, name, value))
-    if not value:
-        return None
+    if _bool(value.get('unreachable'), name + '.unreachable', host):
+        return None, _text(value.get('msg')) or u'host unreachable'
+    if not value or _bool(value.get('skipped'), name + '.skipped', host):
+        return None, None
+    return value, None
+
+
+def _check(value, name, host, post):
+    """``(check, unreachable)``: a check result as {passed, failures, deferred} (pre) or
+    {passed, failures, regressions} (post), from the module's registered result or a summary."""
+    value, unreachable = _result(value, name, host)
+    if value is None:
+        return None, unreachable
+    if 'passed' not in value and 'failures' not in value and value.get('failed'):
+        return None, None
     failures = _items(value.get('failures'), FAILURE_KEYS, name + '.failures', host)
     result = {'failures': failures}
-    if with_regressions:
+    if post:
         result['regressions'] = _items(value.get('regressions'), REGRESSION_KEYS, name + '.regressions', host)
+    else:
+        result['deferred'] = _items(value.get('deferred'), DEFERRED_KEYS, name + '.deferred', host)
     passed = value.get('passed')
     if passed is None:
         passed = not failures and not result.get('regressions')
     result['passed'] = _bool(passed, name + '.passed', host)
-    return result
+    return result, None
 
 
-def _changes(value, host):
+def _by_role(value, name, host, convert):
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ReportError('host %s: changes must be a dict, got %r' % (host, value))
-    out = {}
-    for key, val in value.items():
+        raise ReportError('host %s: %s must be a dict, got %r' % (host, name, value))
+    return dict((_text(key), convert(val, '%s.%s' % (name, key))) for key, val in value.items())
+
+
+def _changes(value, host):
+    """{role: number of changed tasks}; a role that did not say (None) stays None, true/false stay booleans."""
+    def convert(val, name):
         if isinstance(val, bool) or val is None:
-            out[_text(key)] = bool(val)
-        elif isinstance(val, int):
-            out[_text(key)] = val
-        elif isinstance(val, float) and val.is_integer():
-            out[_text(key)] = int(val)
-        elif isinstance(val, str) and re.match(r'[0-9]+\Z', val.strip()):
-            out[_text(key)] = int(val.strip())
-        else:
-            out[_text(key)] = _bool(val, 'changes.%s' % key, host)
-    return out
+            return val
+        if isinstance(val, int):
+            return val
+        if isinstance(val, float) and val.is_integer():
+            return int(val)
+        if isinstance(val, str) and re.match(r'[0-9]+\Z', val.strip()):
+            return int(val.strip())
+        return _bool(val, name, host)
+    return _by_role(value, 'changes', host, convert)
+
+
+def _reboot(raw, host):
+    """``(reboot, unreachable)``: {required_by, rebooted} when a role asked for a reboot, else None.
+
+    ``reboot_required`` maps each role to its ``<role>_reboot_required``; ``reboot`` is the registered result of
+    the reboot task (``rebooted``: it rebooted, or in check mode would have), or an already normalized
+    {required_by, rebooted}.
+    """
+    given = raw.get('reboot')
+    asked = _by_role(raw.get('reboot_required'), 'reboot_required', host,
+                     lambda val, name: _bool(val, name, host))
+    required_by = sorted((role for role, wanted in asked.items() if wanted), key=_sort_key)
+    result, unreachable = _result(given, 'reboot', host)
+    if isinstance(result, dict) and 'required_by' in result:
+        required_by = [_text(role) for role in (result['required_by'] or [])]
+    if not required_by:
+        return None, unreachable
+    rebooted = _bool((result or {}).get('rebooted'), 'reboot.rebooted', host)
+    return {'required_by': required_by, 'rebooted': rebooted}, unreachable
+
+
+def _errors(raw, host):
+    errors = raw.get('errors')
+    if errors is None:
+        errors = []
+    elif not isinstance(errors, (list, tuple)):
+        errors = [errors]
+    texts = [_text(e) for e in list(errors) + [raw.get('error')] if e is not None and _text(e)]
+    return u'; '.join(texts) or None
 
 
 def derive_status(record):
     """Status of a normalized record that does not carry one.
 
-    unreachable wins, then held back, then regressions, then any error or
-    failed check. A record that stopped before its last phase without an
-    error is a host that left the play (usually unreachable mid-run).
+    unreachable wins, then held back, then regressions, then any error or failed check. A record that stopped
+    before its last phase without an error is a host that left the play (usually unreachable mid-run). A host
+    whose roles asked for a reboot that did not happen waits for it (reboot_required): its post-change check
+    runs after the reboot. A rollout record (with ``roles``) whose post-change check did not run failed.
     """
     if record.get('unreachable'):
         return 'unreachable'
@@ -161,8 +230,13 @@ def derive_status(record):
     phase = record.get('phase')
     if phase not in (None, 'done'):
         return 'failed'
+    reboot = record.get('reboot')
+    if reboot and not reboot.get('rebooted'):
+        return 'reboot_required'
     if post is not None:
         return 'provisioned' if post.get('passed') else 'failed'
+    if record.get('roles') is not None:
+        return 'failed'
     return 'validated' if pre.get('passed') else 'failed'
 
 
@@ -173,17 +247,34 @@ def normalize_record(raw):
     host = _text(raw.get('host'))
     if not host:
         raise ReportError('a record has no host: %r' % (raw,))
-    record = dict(raw)
+    record = dict((k, v) for k, v in raw.items() if k not in ('errors', 'gather', 'reboot_required'))
     record['host'] = host
     record['rack'] = _text(raw.get('rack')) or UNRACKED
     record['node_class'] = _text(raw.get('node_class'))
-    record['held_back'] = _bool(raw.get('held_back'), 'held_back', host)
-    record['unreachable'] = _bool(raw.get('unreachable'), 'unreachable', host)
-    record['error'] = _text(raw.get('error')) or None
     record['phase'] = _text(raw.get('phase')) or None
-    record['pre_check'] = _check(raw.get('pre_check'), 'pre_check', host, False)
-    record['post_check'] = _check(raw.get('post_check'), 'post_check', host, True)
+    record['check_mode'] = _bool(raw.get('check_mode'), 'check_mode', host)
+    record['error'] = _errors(raw, host)
+    roles = raw.get('roles')
+    if roles is not None and not isinstance(roles, (list, tuple)):
+        raise ReportError('host %s: roles must be a list, got %r' % (host, roles))
+    record['roles'] = None if roles is None else [_text(role) for role in roles]
+    lost = [_result(raw.get('gather'), 'gather', host)[1]]
+    record['pre_check'], unreachable = _check(raw.get('pre_check'), 'pre_check', host, False)
+    lost.append(unreachable)
     record['changes'] = _changes(raw.get('changes'), host)
+    record['reboot'], unreachable = _reboot(raw, host)
+    lost.append(unreachable)
+    record['post_check'], unreachable = _check(raw.get('post_check'), 'post_check', host, True)
+    lost.append(unreachable)
+    lost = [message for message in lost if message]
+    record['unreachable'] = _bool(raw.get('unreachable'), 'unreachable', host) or bool(lost)
+    if lost and not record['error']:
+        record['error'] = lost[0]
+    held_back = raw.get('held_back')
+    if held_back is None:
+        pre = record['pre_check']
+        held_back = roles is not None and pre is not None and not pre['passed'] and not record['unreachable']
+    record['held_back'] = _bool(held_back, 'held_back', host)
     status = _text(raw.get('status'))
     if status:
         if status not in STATUSES:
@@ -192,6 +283,47 @@ def normalize_record(raw):
     else:
         record['status'] = derive_status(record)
     return record
+
+
+def host_reason(record):
+    """One line saying why a normalized record has its status: errors, failed checks, regressions, a reboot."""
+    parts = []
+    if record['error']:
+        parts.append(record['error'])
+    elif record['unreachable']:
+        parts.append(u'host unreachable')
+    for check in (record['pre_check'], record['post_check']):
+        for item in (check or {}).get('failures', []) + (check or {}).get('regressions', []):
+            parts.append(_value(item.get('message')) or _value(item.get('check')) or u'check failed')
+    reboot = record.get('reboot')
+    if reboot and not reboot['rebooted']:
+        parts.append(u'reboot required by %s, not rebooted' % u', '.join(reboot['required_by']))
+    if parts:
+        return u'; '.join(parts)
+    status, phase = record['status'], record['phase']
+    if status == 'not_started':
+        return u'not started: the rollout stopped before rack %s' % record['rack']
+    if phase not in (None, 'done'):
+        return u'the host left the play before its record was complete (phase %s)' % phase
+    if record['pre_check'] is None:
+        return u'the pre-change check did not run'
+    if status == 'failed' and record['post_check'] is None:
+        return u'the post-change check did not run'
+    return status
+
+
+def failing_hosts(report, fail_held_back=False, fail_reboot_required=False):
+    """{host: reason} of the hosts the play fails after the report, by their status.
+
+    failed, regressed and unreachable always; held_back and reboot_required when asked.
+    """
+    statuses = set(FAILING_STATUSES)
+    if fail_held_back:
+        statuses.add('held_back')
+    if fail_reboot_required:
+        statuses.add('reboot_required')
+    return dict((r['host'], host_reason(r)) for rack in report['racks'] for r in rack['hosts']
+                if r['status'] in statuses)
 
 
 def _natural_key(value):
@@ -218,18 +350,35 @@ def summarize(records):
         'hosts': len(records),
         'passed': sum(by_status[s] for s in PASSING_STATUSES),
         'held_back': by_status['held_back'],
+        'reboot_required': by_status['reboot_required'],
         'regressed': by_status['regressed'],
         'failed': by_status['failed'],
         'unreachable': by_status['unreachable'],
+        'not_started': by_status['not_started'],
         'by_status': by_status,
         'healthy': len(records) > 0 and all(r['status'] in PASSING_STATUSES for r in records),
     }
 
 
-def build_report(records, title=None):
+def _racks(racks):
+    """[(rack, host)] of the racks mapping {rack: [hosts]}, validated."""
+    if racks is None:
+        return []
+    if not isinstance(racks, dict):
+        raise ReportError('racks must map a rack to its hosts, got %r' % (racks,))
+    pairs = []
+    for rack, hosts in racks.items():
+        if not isinstance(hosts, (list, tuple)):
+            raise ReportError('racks: rack %s must list its hosts, got %r' % (rack, hosts))
+        pairs.extend((_text(rack), _text(host)) for host in hosts)
+    return pairs
+
+
+def build_report(records, title=None, racks=None):
     """Normalize records and group them by rack (both sorted naturally).
 
-    A host listed twice keeps its last record.
+    A host listed twice keeps its last record. ``racks`` ({rack: [hosts]}) lists every host of the run: a host
+    without a record is ``not_started`` (the rollout stopped before its batch, or has not reached it yet).
     """
     if records is None:
         records = []
@@ -237,6 +386,9 @@ def build_report(records, title=None):
     for raw in records:
         record = normalize_record(raw)
         by_host[record['host']] = record
+    for rack, host in _racks(racks):
+        if host and host not in by_host:
+            by_host[host] = normalize_record({'host': host, 'rack': rack, 'status': 'not_started'})
     normalized = sorted(by_host.values(), key=lambda r: (_sort_key(r['rack']), _sort_key(r['host'])))
     racks = []
     for record in normalized:
@@ -247,6 +399,7 @@ def build_report(records, title=None):
         rack['summary'] = summarize(rack['hosts'])
     return {
         'title': _text(title) or DEFAULT_TITLE,
+        'check_mode': any(r['check_mode'] for r in normalized),
         'summary': summarize(normalized),
         'racks': racks,
     }
@@ -260,6 +413,7 @@ def render_json(report):
     """The rack report as JSON text (hosts without bulky extra keys)."""
     doc = {
         'title': report['title'],
+        'check_mode': report['check_mode'],
         'summary': report['summary'],
         'racks': [{'name': r['name'], 'summary': r['summary'], 'hosts': [_public(h) for h in r['hosts']]}
                   for r in report['racks']],
@@ -310,39 +464,72 @@ def _check_cell(check, skipped=u'-'):
     if check is None:
         return skipped
     if check['passed']:
-        return u'PASS'
+        deferred = len(check.get('deferred') or [])
+        return u'PASS (%d deferred)' % deferred if deferred else u'PASS'
     return u'FAIL (%d)' % len(check['failures']) if check['failures'] else u'FAIL'
 
 
+def _reboot_pending(record):
+    reboot = record.get('reboot')
+    return bool(reboot) and not reboot['rebooted']
+
+
 def changes_text(record):
-    """Short human text for a record's changes."""
+    """Short human text for a record's changes, and its reboot; in check mode what a real run would do."""
     if record['held_back']:
         return u'held back'
+    if record['status'] == 'not_started':
+        return u'-'
     changes = record['changes']
-    if not changes:
-        return u'none' if record['post_check'] is not None else u'-'
     parts = []
     for key in sorted(changes, key=_sort_key):
         val = changes[key]
-        if isinstance(val, bool):
+        if val is None:
+            parts.append(u'%s: not reported' % key)
+        elif isinstance(val, bool):
             parts.append(u'%s: %s' % (key, u'changed' if val else u'ok'))
         else:
             parts.append(u'%s: %d' % (key, val))
-    return u', '.join(parts)
+    if parts:
+        text = u', '.join(parts)
+        if record['check_mode']:
+            text = u'would change ' + text
+    else:
+        ran = record['post_check'] is not None or record['reboot'] is not None
+        text = u'none' if ran else u'-'
+    reboot = record['reboot']
+    if reboot:
+        if reboot['rebooted']:
+            text += u'; would reboot' if record['check_mode'] else u'; rebooted'
+        else:
+            text += u'; reboot required'
+    return text
 
 
 def _summary_line(summary):
     text = u': %(passed)d passed, %(held_back)d held back, %(regressed)d regressed, ' \
         u'%(failed)d failed, %(unreachable)d unreachable' % summary
+    if summary['reboot_required']:
+        text += u', %d waiting for a reboot' % summary['reboot_required']
+    if summary['not_started']:
+        text += u', %d not started' % summary['not_started']
     return u'%d host%s%s' % (summary['hosts'], u'' if summary['hosts'] == 1 else u's', text)
 
 
 def render_markdown(report):
-    """Summary table per rack, then the details of every failure."""
+    """Summary table per rack, the checks deferred to the post-change check, then the details of every failure."""
     summary = report['summary']
     lines = [u'# %s' % _cell(report['title']), u'']
+    if report['check_mode']:
+        lines += [u'**Check mode: nothing changed.** Changes, reboots and statuses are what a real run would do.',
+                  u'']
     verdict = u'HEALTHY' if summary['healthy'] else u'NOT HEALTHY'
     lines += [u'**%s** - %s.' % (verdict, _summary_line(summary)), u'']
+    waiting = [r['name'] for r in report['racks'] if r['summary']['not_started']]
+    if waiting:
+        lines += [u'Not started: %d host%s in %s; the rollout had not reached them when this report was written.'
+                  % (summary['not_started'], u'' if summary['not_started'] == 1 else u's',
+                     u', '.join(_cell(name) for name in waiting)), u'']
     if not report['racks']:
         lines += [u'No hosts were reported.', u'']
     for rack in report['racks']:
@@ -356,11 +543,24 @@ def render_markdown(report):
                 _cell(rec['host']),
                 _cell(rec['node_class']) or u'-',
                 rec['status'],
-                _check_cell(rec['pre_check'], u'not run'),
+                u'not started' if rec['status'] == 'not_started' else _check_cell(rec['pre_check'], u'not run'),
                 _cell(changes_text(rec)),
-                _check_cell(post),
+                _check_cell(post, u'after reboot' if _reboot_pending(rec) else u'-'),
                 u'-' if regressions is None else str(regressions),
             ]))
+        lines.append(u'')
+
+    deferred = [r for rack in report['racks'] for r in rack['hosts'] if (r['pre_check'] or {}).get('deferred')]
+    if deferred:
+        lines += [u'## Deferred to the post-change check', u'',
+                  u'Checks of what the roles of this run converge, not made before the change (a bare node is not '
+                  u'held back for them); the post-change check makes every check of the profile.', u'',
+                  _row([u'Host', u'Checks', u'Roles']), _row([u'---'] * 3)]
+        for rec in deferred:
+            items = rec['pre_check']['deferred']
+            checks = sorted(set(_value(i['check']) for i in items), key=_sort_key)
+            roles = sorted(set(_value(i['role']) for i in items), key=_sort_key)
+            lines.append(_row([_cell(rec['host']), _cell(u', '.join(checks)), _cell(u', '.join(roles))]))
         lines.append(u'')
 
     detailed = [r for rack in report['racks'] for r in rack['hosts'] if _has_details(r)]
@@ -375,6 +575,9 @@ def render_markdown(report):
             lines += [u'Host unreachable.', u'']
         if rec['error']:
             lines += [u'Error: %s' % _cell(rec['error']), u'']
+        if _reboot_pending(rec):
+            lines += [u'Waiting for a reboot required by %s; the post-change check runs after it.'
+                      % _cell(u', '.join(rec['reboot']['required_by'])), u'']
         for label, check in ((u'Pre-check', rec['pre_check']), (u'Post-check', rec['post_check'])):
             if check and check['failures']:
                 lines += _findings(u'%s failures:' % label, (u'Expected', u'Actual'), ('expected', 'actual'),
@@ -383,6 +586,9 @@ def render_markdown(report):
         if post and post['regressions']:
             lines += _findings(u'Regressions against the pre-change snapshot:', (u'Before', u'After'),
                                ('before', 'after'), post['regressions'])
+        if not (rec['unreachable'] or rec['error'] or _reboot_pending(rec) or (rec['pre_check'] or {}).get('failures')
+                or (post or {}).get('failures') or (post or {}).get('regressions')):
+            lines += [u'%s.' % _cell(host_reason(rec)).capitalize(), u'']
     return u'\n'.join(lines).rstrip(u'\n') + u'\n'
 
 
@@ -396,6 +602,8 @@ def _findings(title, headers, keys, items):
 
 
 def _has_details(record):
+    if record['status'] == 'not_started':
+        return False
     if record['unreachable'] or record['error'] or record['status'] not in PASSING_STATUSES:
         return True
     for check in (record['pre_check'], record['post_check']):
@@ -435,10 +643,13 @@ def _failure_message(failures, regressions):
 
 
 def _testcases(record):
-    """(phase, outcome, message, text) for each check phase of one host.
+    """(phase, outcome, message, text) for each step of one host: pre_check, changes, reboot, post_check.
 
     outcome is one of pass, failure, error, skipped.
     """
+    if record['status'] == 'not_started':
+        why = host_reason(record)
+        return [('pre_check', 'skipped', why, None)]
     cases = []
     pre, post = record['pre_check'], record['post_check']
     if pre is None:
@@ -452,6 +663,12 @@ def _testcases(record):
     if post is not None and record['error']:
         # the changes failed, the post-change check still ran
         cases.append(('changes', 'error', record['error'], record['error']))
+    reboot = record['reboot']
+    if reboot and reboot['rebooted']:
+        cases.append(('reboot', 'pass', None, None))
+    elif reboot and not record['error'] and not record['unreachable']:
+        cases.append(('reboot', 'skipped', u'reboot required by %s, not rebooted' % u', '.join(reboot['required_by']),
+                      None))
     if post is not None:
         if post['passed'] and not post['regressions']:
             cases.append(('post_check', 'pass', None, None))
@@ -461,10 +678,11 @@ def _testcases(record):
                           u'\n'.join(lines)))
     elif record['held_back']:
         cases.append(('post_check', 'skipped', u'held back: pre-change check failed, nothing was changed', None))
-    elif pre is not None and (record['unreachable'] or record['error']
-                              or record['phase'] not in (None, 'done')):
-        why = u'host unreachable' if record['unreachable'] else (
-            record['error'] or u'host left the play during %s' % record['phase'])
+    elif record['status'] == 'reboot_required':
+        cases.append(('post_check', 'skipped', u'runs after the reboot', None))
+    elif pre is not None and (record['unreachable'] or record['error'] or record['phase'] not in (None, 'done')
+                              or record['roles'] is not None):
+        why = u'host unreachable' if record['unreachable'] else (record['error'] or host_reason(record))
         cases.append(('post_check', 'error', why, why))
     return cases
 
@@ -516,9 +734,9 @@ def render_junit(report):
     return u'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding='unicode') + u'\n'
 
 
-def render_all(records, title=None):
+def render_all(records, title=None, racks=None):
     """Build the report and render it. Returns (report, {'json','markdown','junit'})."""
-    report = build_report(records, title)
+    report = build_report(records, title, racks)
     return report, {
         'json': render_json(report),
         'markdown': render_markdown(report),

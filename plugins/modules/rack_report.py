@@ -13,10 +13,14 @@ module: rack_report
 short_description: Write the rack report of a GPU node rollout as JSON, Markdown and JUnit XML
 version_added: 0.1.0
 description:
-  - Builds a report from one record per host (pre-change check, changes, post-change check, regressions, status),
-    grouped by rack, and writes it to O(dest) as C(<basename>.json), C(<basename>.md) and C(<basename>.xml).
-  - The Markdown file has a summary table per rack and a details section listing every failed check and regression
-    with its subject, expected and actual values.
+  - Builds a report from one record per host (pre-change check, changes, reboot, post-change check, regressions,
+    status), grouped by rack, and writes it to O(dest) as C(<basename>.json), C(<basename>.md) and
+    C(<basename>.xml).
+  - Every status is decided here, from what each step of the run returned; RV(failing) names the hosts the play
+    must fail after the report, with the reason.
+  - The Markdown file has a summary table per rack, the checks each host deferred to the post-change check, and a
+    details section listing every failed check and regression with its subject, expected and actual values. A
+    report of a check-mode run says so at the top, and its changes are what a real run would make.
   - The JUnit XML file has one C(testsuite) per rack and one C(testcase) per host and check phase, so CI systems can
     show node health like test results.
   - Output is deterministic; a file is only rewritten when its content differs, so running the module twice with the
@@ -31,15 +35,26 @@ options:
       - One dictionary per host.
       - V(host) (required) is the inventory hostname; V(rack) the rack name (default V(unracked)); V(node_class) the
         node class.
-      - V(pre_check) is V(null) or a dictionary with V(passed) and V(failures), as returned by
-        M(gpuops.node.gpu_topology_check).
-      - V(post_check) is V(null) or a dictionary with V(passed), V(failures) and V(regressions).
-      - V(held_back) is V(true) when the host failed its pre-change check and was left untouched.
-      - V(changes) maps a role or tag name to V(true)/V(false) or to a number of changed tasks.
-      - V(status) is one of V(provisioned), V(validated), V(held_back), V(regressed), V(unreachable), V(failed).
-        When omitted it is derived from V(unreachable), V(held_back), V(error), V(phase) and the checks.
-      - V(error) (a message), V(unreachable) (boolean) and V(phase) (the last phase the host reached;
-        V(done) when it finished) are optional.
+      - V(pre_check) is V(null) or the result of M(gpuops.node.gpu_topology_check) as registered (V(passed),
+        V(failures), V(deferred); an V(unreachable) result makes the host unreachable, a V(skipped) or V(failed) one
+        counts as not run), or a dictionary with V(passed), V(failures) and V(deferred).
+      - V(post_check) is the same for the post-change check, with V(regressions).
+      - V(gather) is the registered result of the fact gathering; only V(unreachable) and V(msg) are read.
+      - V(roles) lists the roles the rollout applies to the host. A record with V(roles) is a rollout record, whose
+        failed pre-change check holds the host back (V(held_back)) and whose post-change check must have run; a
+        record without it (a validation) is V(validated) or V(failed).
+      - V(changes) maps a role to its C(<role>_changed), the number of tasks that changed something (V(true)/V(false)
+        also accepted; V(null) when the role did not say).
+      - V(reboot_required) maps a role to its C(<role>_reboot_required). V(reboot) is the registered result of the
+        reboot (V(rebooted)). When a role asked for a reboot that did not happen, the host is V(reboot_required).
+      - V(check_mode) is V(true) for a check-mode run, and the report then says that nothing changed.
+      - V(errors) (a list of messages, or V(error), one message) says what failed; V(unreachable) (boolean) and
+        V(held_back) may be given. V(phase) is V(done) once the host reached the report; any other phase (the
+        playbooks start every record with V(started)) means the host left the play on the way.
+      - V(status) is one of V(provisioned), V(validated), V(held_back), V(reboot_required), V(regressed),
+        V(unreachable), V(failed), V(not_started). When omitted it is derived, in this order of precedence; unreachable, held back, regressed,
+        failed (an error), reboot required, then the post-change check (V(provisioned) or V(failed)) or, without one,
+        the pre-change check (V(validated) or V(failed)).
       - Other keys, for example V(gpu_topology), are kept in the per-host files (see O(host_dir)) and left out of the
         rack report.
     type: list
@@ -50,6 +65,24 @@ options:
       - Directory the report files are written to. Created when missing.
     type: path
     required: true
+  racks:
+    description:
+      - Every host of the run by rack (a rack name maps to the list of its hosts), in rollout order. A host without a record is reported
+        as V(not_started) in its rack, so the report shows the whole fleet of the run when the rollout stops.
+      - While a host of O(racks) has no record (the rollout has not reached its batch yet), the report is partial
+        and is written only when a host must fail (the rollout may stop after this batch); otherwise nothing is
+        written (RV(written) is V(false)), so a rollout writes its report once, after its last batch.
+    type: dict
+  fail_held_back:
+    description:
+      - Also fail the hosts that are V(held_back) (see RV(failing)).
+    type: bool
+    default: false
+  fail_reboot_required:
+    description:
+      - Also fail the hosts that are V(reboot_required) (see RV(failing)).
+    type: bool
+    default: false
   basename:
     description:
       - File name of the report files without extension.
@@ -100,11 +133,34 @@ seealso:
 EXAMPLES = r'''
 - name: Write the rack report on the controller
   gpuops.node.rack_report:
-    records: "{{ ansible_play_hosts_all | map('extract', hostvars) | selectattr('__gpuops_record', 'defined')
-                 | map(attribute='__gpuops_record') | list }}"
+    records: "{{ ansible_play_hosts_all | map('extract', hostvars) | selectattr('host_record', 'defined')
+                 | map(attribute='host_record') | list }}"
+    racks: {rack_a: [gpu-a01, gpu-a02], rack_b: [gpu-b01]}
     dest: "{{ playbook_dir }}/reports"
     basename: rack-report
     title: "Rollout {{ ansible_date_time.date | default('') }}"
+  delegate_to: localhost
+  run_once: true
+  register: report
+
+- name: Fail the hosts the report says must fail
+  ansible.builtin.fail:
+    msg: "{{ report.failing[inventory_hostname] }}"
+  when: inventory_hostname in report.failing
+
+- name: A record as a rollout keeps it, from what each step returned
+  gpuops.node.rack_report:
+    dest: /var/tmp/gpuops
+    records:
+      - host: gpu-a03
+        rack: rack_a
+        phase: done
+        pre_check: "{{ pre_check }}"
+        roles: [nvidia_driver]
+        changes: {nvidia_driver: 3}
+        reboot_required: {nvidia_driver: true}
+        reboot: "{{ reboot_result }}"
+        post_check: "{{ post_check }}"
   delegate_to: localhost
   run_once: true
 
@@ -181,6 +237,14 @@ summary:
       description: Hosts held back because their pre-change check failed.
       type: int
       sample: 1
+    reboot_required:
+      description: Hosts waiting for a reboot a role asked for.
+      type: int
+      sample: 0
+    not_started:
+      description: Hosts of O(racks) the rollout had not reached.
+      type: int
+      sample: 0
     regressed:
       description: Hosts whose post-change check found regressions.
       type: int
@@ -196,16 +260,32 @@ summary:
     by_status:
       description: Number of hosts for every status.
       type: dict
-      sample: {provisioned: 4, validated: 0, held_back: 1, regressed: 0, unreachable: 0, failed: 1}
+      sample: {provisioned: 4, validated: 0, held_back: 1, reboot_required: 0, regressed: 0, unreachable: 0, failed: 1,
+               not_started: 0}
     healthy:
       description: V(true) when there is at least one host and every host passed.
       type: bool
       sample: false
 statuses:
-  description: Status of every host in the report, by inventory hostname (to fail hosts after the report is written).
+  description: Status of every host in the report, by inventory hostname.
   returned: always
   type: dict
   sample: {gpu-a01: provisioned, gpu-a02: held_back}
+failing:
+  description:
+    - The hosts the play must fail after the report, with the reason (errors, failed checks, regressions, a reboot
+      not done), by inventory hostname. Statuses V(failed), V(regressed) and V(unreachable) always; V(held_back)
+      with O(fail_held_back), V(reboot_required) with O(fail_reboot_required).
+  returned: always
+  type: dict
+  sample: {gpu-b02: "GPU3 has 16 of 18 NVLink links active"}
+written:
+  description:
+    - V(false) when the report was partial and no host must fail, so no file was written (see O(racks)); V(true) when
+      the files hold this report (written now, in check mode would be, or already up to date).
+  returned: always
+  type: bool
+  sample: true
 markdown:
   description: The Markdown report.
   returned: always
@@ -223,6 +303,7 @@ from ansible.module_utils.common.text.converters import to_bytes, to_native, to_
 
 from ansible_collections.gpuops.node.plugins.module_utils.report import (
     ReportError,
+    failing_hosts,
     render_all,
     render_host_json,
 )
@@ -312,7 +393,7 @@ def run_module(module):
         module.fail_json(msg='basename must be a plain file name, got %r' % basename)
 
     try:
-        report, rendered = render_all(params['records'], params['title'])
+        report, rendered = render_all(params['records'], params['title'], params['racks'])
     except ReportError as e:
         module.fail_json(msg='invalid records: %s' % to_native(e))
 
@@ -344,8 +425,15 @@ def run_module(module):
         module.fail_json(msg='cannot encode the report: %s' % to_native(e))
 
     statuses = dict((r['host'], r['status']) for rack in report['racks'] for r in rack['hosts'])
+    failing = failing_hosts(report, params['fail_held_back'], params['fail_reboot_required'])
+    # a partial report (hosts of later batches) is written only when the rollout may stop after this batch
+    written = not report['summary']['not_started'] or bool(failing)
     result = dict(changed=False, paths=paths, changed_files=[], summary=report['summary'],
-                  statuses=statuses, markdown=rendered['markdown'])
+                  statuses=statuses, failing=failing, written=written, markdown=rendered['markdown'])
+    if not written:
+        if module._diff:
+            result['diff'] = []
+        module.exit_json(**result)
     diffs = []
 
     _ensure_dir(module, dest, result)
@@ -381,6 +469,9 @@ def main():
             basename=dict(type='str', default='rack-report'),
             title=dict(type='str', default='GPU rack report'),
             host_dir=dict(type='path'),
+            racks=dict(type='dict'),
+            fail_held_back=dict(type='bool', default=False),
+            fail_reboot_required=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )

@@ -84,9 +84,10 @@ def test_counts_and_grouping(records):
     report = rpt.build_report(records, 'Rollout 42')
     assert report['title'] == 'Rollout 42'
     assert report['summary'] == {
-        'hosts': 5, 'passed': 1, 'held_back': 1, 'regressed': 1, 'failed': 1, 'unreachable': 1,
-        'by_status': {'provisioned': 1, 'validated': 0, 'held_back': 1, 'regressed': 1, 'unreachable': 1,
-                      'failed': 1},
+        'hosts': 5, 'passed': 1, 'held_back': 1, 'reboot_required': 0, 'regressed': 1, 'failed': 1,
+        'unreachable': 1, 'not_started': 0,
+        'by_status': {'provisioned': 1, 'validated': 0, 'held_back': 1, 'reboot_required': 0, 'regressed': 1,
+                      'unreachable': 1, 'failed': 1, 'not_started': 0},
         'healthy': False,
     }
     assert [r['name'] for r in report['racks']] == ['rack_a', 'rack_b']
@@ -202,9 +203,10 @@ def test_rendering_is_deterministic(records):
 
 
 def test_changes_normalization():
-    record = rpt.normalize_record({'host': 'h', 'changes': {'a': '2', 'b': 1.0, 'c': None, 'd': 'yes'}})
-    assert record['changes'] == {'a': 2, 'b': 1, 'c': False, 'd': True}
-    assert rpt.changes_text(record) == 'a: 2, b: 1, c: ok, d: changed'
+    record = rpt.normalize_record({'host': 'h', 'changes': {'a': '2', 'b': 1.0, 'c': None, 'd': 'yes', 'e': False}})
+    # None: the role did not say (it failed before reporting, or does not follow the contract)
+    assert record['changes'] == {'a': 2, 'b': 1, 'c': None, 'd': True, 'e': False}
+    assert rpt.changes_text(record) == 'a: 2, b: 1, c: not reported, d: changed, e: ok'
 
 
 def test_junit_failed_change_is_an_error():
@@ -365,3 +367,197 @@ def test_json_is_valid_utf8_and_keeps_the_host(host):
     rpt.render_host_json(record).encode('utf-8')
     assert json.loads(rpt.render_host_json(record))['host'] == host
     assert json.loads(out['json'])['racks'][0]['hosts'][0]['host'] == host
+
+
+# ---------------------------------------------------------------- rollout records from registered results
+
+def _deferred(check='compute_mode', role='mps'):
+    return {'check': check, 'key': check, 'role': role, 'why': 'converged by the %s role in this run' % role}
+
+
+def _registered(passed=True, failures=None, regressions=None, deferred=None):
+    """A gpu_topology_check result as a playbook registers it, bulky keys included."""
+    return {'changed': False, 'passed': passed, 'failures': failures or [], 'regressions': regressions or [],
+            'deferred': deferred or [], 'baseline_gaps': [], 'gpu_topology': {'gpu_count': 8},
+            'invocation': {'module_args': {'expected': {'gpu_count': 8}}}, 'msg': '0 failure(s)'}
+
+
+def _rollout(**steps):
+    record = {'host': 'h', 'rack': 'r', 'node_class': 'c', 'phase': 'done', 'check_mode': False, 'errors': [],
+              'gather': {'changed': False}, 'pre_check': _registered(), 'roles': ['mps'], 'changes': {'mps': 0},
+              'reboot_required': {'mps': False}, 'reboot': {'skipped': True, 'skip_reason': 'Conditional result was False'},
+              'post_check': _registered()}
+    record.update(steps)
+    return record
+
+
+def test_rollout_record_from_registered_results():
+    record = rpt.normalize_record(_rollout(pre_check=_registered(deferred=[_deferred()])))
+    assert record['status'] == 'provisioned'
+    assert record['pre_check'] == {'passed': True, 'failures': [], 'deferred': [_deferred()]}
+    assert record['post_check'] == {'passed': True, 'failures': [], 'regressions': []}
+    assert record['reboot'] is None
+    assert record['error'] is None and record['unreachable'] is False and record['held_back'] is False
+    # the raw inputs the report decided from are not kept, the roles are
+    assert 'errors' not in record and 'gather' not in record and 'reboot_required' not in record
+    assert record['roles'] == ['mps']
+    assert set(rpt._public(record)) == set(rpt.RECORD_KEYS)
+
+
+@pytest.mark.parametrize('steps, status, reason', [
+    # held back: a rollout record whose pre-change check failed
+    ({'pre_check': _registered(False, [_failure()]), 'changes': {}, 'reboot_required': {}, 'post_check': {}},
+     'held_back', 'links down'),
+    # unreachable at any step, with the connection's message
+    ({'gather': {'unreachable': True, 'msg': 'ssh: no route', 'changed': False}, 'pre_check': {'skipped': True},
+      'post_check': None}, 'unreachable', 'ssh: no route'),
+    ({'pre_check': {'unreachable': True, 'msg': 'lost', 'changed': False}, 'post_check': None},
+     'unreachable', 'lost'),
+    ({'post_check': {'unreachable': True, 'changed': False}}, 'unreachable', 'host unreachable'),
+    # a failed step: the rescue's message in errors; the failed result itself counts as not run
+    ({'errors': ['Check GPU topology: invalid expected profile'], 'pre_check': {'failed': True, 'msg': 'invalid'},
+      'post_check': None}, 'failed', 'Check GPU topology: invalid expected profile'),
+    ({'errors': ['mps : Write the setting: disk full'], 'changes': {'mps': None}}, 'failed',
+     'mps : Write the setting: disk full'),
+    ({'post_check': _registered(False, regressions=[_regression()]), 'errors': ['mps : x: y']}, 'regressed',
+     'mps : x: y; port went down'),
+    ({'post_check': _registered(False, [_failure(message='GPU0 compute mode')])}, 'failed', 'GPU0 compute mode'),
+    # reboot: asked and not done (not allowed) -> waits for it; asked and done -> provisioned
+    ({'reboot_required': {'mps': True}, 'post_check': {'skipped': True}}, 'reboot_required',
+     'reboot required by mps, not rebooted'),
+    ({'reboot_required': {'mps': True}, 'reboot': {'changed': True, 'rebooted': True, 'elapsed': 12}},
+     'provisioned', 'provisioned'),
+    # a role failed after another asked for a reboot: failed, not waiting
+    ({'reboot_required': {'mps': True, 'drv': False}, 'errors': ['drv : install: no package'], 'post_check': _registered()},
+     'failed', 'drv : install: no package; reboot required by mps, not rebooted'),
+    # the reboot failed: the rescue's message
+    ({'reboot_required': {'mps': True}, 'reboot': {'failed': True, 'rebooted': False, 'msg': 'timed out'},
+      'errors': ['Reboot the host: timed out'], 'post_check': {'unreachable': True}}, 'unreachable',
+     'Reboot the host: timed out; reboot required by mps, not rebooted'),
+    # a rollout record whose post-change check did not run, without a reason, failed
+    ({'post_check': {'skipped': True}}, 'failed', 'the post-change check did not run'),
+    # the host left the play before its record was closed
+    ({'phase': 'started', 'pre_check': None, 'post_check': None}, 'failed',
+     'the host left the play before its record was complete (phase started)'),
+])
+def test_rollout_statuses(steps, status, reason):
+    record = rpt.normalize_record(_rollout(**steps))
+    assert record['status'] == status
+    assert rpt.host_reason(record) == reason
+
+
+def test_validation_record_is_never_held_back():
+    # validate.yml: no roles, the check failed: failed, not held back
+    record = rpt.normalize_record({'host': 'h', 'phase': 'done', 'errors': [], 'pre_check': _registered(False, [_failure()])})
+    assert (record['status'], record['held_back'], record['roles']) == ('failed', False, None)
+    assert rpt.normalize_record({'host': 'h', 'phase': 'done', 'pre_check': _registered()})['status'] == 'validated'
+
+
+def test_reboot_summary():
+    record = rpt.normalize_record(_rollout(reboot_required={'b_role': True, 'a_role': 'yes', 'c': False}))
+    assert record['reboot'] == {'required_by': ['a_role', 'b_role'], 'rebooted': False}
+    # a normalized record reads back the same
+    again = rpt.normalize_record(dict(rpt._public(record), roles=record['roles']))
+    assert again['reboot'] == record['reboot'] and again['status'] == 'reboot_required'
+
+
+@pytest.mark.parametrize('record', [
+    {'host': 'h', 'roles': 'mps'},
+    {'host': 'h', 'reboot_required': ['mps']},
+    {'host': 'h', 'reboot_required': {'mps': 'maybe'}},
+    {'host': 'h', 'reboot': 'yes'},
+    {'host': 'h', 'gather': 'ok'},
+    {'host': 'h', 'pre_check': {'passed': True, 'deferred': 'compute_mode'}},
+    {'host': 'h', 'check_mode': 'perhaps'},
+])
+def test_invalid_rollout_records(record):
+    with pytest.raises(rpt.ReportError):
+        rpt.normalize_record(record)
+
+
+def test_errors_join_and_error():
+    record = rpt.normalize_record({'host': 'h', 'errors': ['a: b', None, ''], 'error': 'c'})
+    assert record['error'] == 'a: b; c'
+    assert rpt.normalize_record({'host': 'h', 'errors': 'one'})['error'] == 'one'
+
+
+def test_not_started_hosts_from_racks():
+    racks = {'rack_1': ['h1', 'h2'], 'rack_2': ['h3', 'h4']}
+    records = [_rollout(host='h1', rack='rack_1'), _rollout(host='h2', rack='rack_1', errors=['x: boom'])]
+    report, out = rpt.render_all(records, 'T', racks)
+    statuses = dict((h['host'], (h['rack'], h['status'])) for r in report['racks'] for h in r['hosts'])
+    assert statuses == {'h1': ('rack_1', 'provisioned'), 'h2': ('rack_1', 'failed'),
+                        'h3': ('rack_2', 'not_started'), 'h4': ('rack_2', 'not_started')}
+    assert report['summary']['not_started'] == 2 and report['summary']['healthy'] is False
+    md = out['markdown']
+    assert '**NOT HEALTHY** - 4 hosts: 1 passed, 0 held back, 0 regressed, 1 failed, 0 unreachable, 2 not started.' in md
+    assert 'Not started: 2 hosts in rack_2; the rollout had not reached them when this report was written.' in md
+    assert '| h3 | - | not_started | not started | - | - | - |' in md
+    assert '### h3' not in md
+    root = ET.fromstring(out['junit'].encode('utf-8'))
+    skipped = [c for c in root.iter('testcase') if c.find('skipped') is not None]
+    assert [(c.get('classname'), c.get('name')) for c in skipped] == [('rack_2.h3', 'pre_check'), ('rack_2.h4', 'pre_check')]
+    assert skipped[0].find('skipped').get('message') == 'not started: the rollout stopped before rack rack_2'
+    # a host with a record keeps it, whatever racks says
+    report = rpt.build_report(records, racks={'rack_9': ['h1']})
+    assert [(r['name'], [h['host'] for h in r['hosts']]) for r in report['racks']] == [('rack_1', ['h1', 'h2'])]
+
+
+@pytest.mark.parametrize('racks', [['h1'], {'rack_1': 'h1'}])
+def test_invalid_racks(racks):
+    with pytest.raises(rpt.ReportError):
+        rpt.build_report([], racks=racks)
+
+
+def test_failing_hosts():
+    records = [
+        _rollout(host='ok'),
+        _rollout(host='held', pre_check=_registered(False, [_failure(message='GPU3 links down')]), post_check=None),
+        _rollout(host='boot', reboot_required={'mps': True}, post_check={'skipped': True}),
+        _rollout(host='bad', errors=['mps : Write: denied']),
+        _rollout(host='gone', post_check={'unreachable': True, 'msg': 'Connection refused'}),
+        _rollout(host='worse', post_check=_registered(False, regressions=[_regression()])),
+    ]
+    report = rpt.build_report(records, racks={'r': ['ok', 'held', 'boot', 'bad', 'gone', 'worse', 'later']})
+    assert rpt.failing_hosts(report) == {'bad': 'mps : Write: denied', 'gone': 'Connection refused',
+                                         'worse': 'port went down'}
+    assert rpt.failing_hosts(report, fail_held_back=True, fail_reboot_required=True) == {
+        'bad': 'mps : Write: denied', 'gone': 'Connection refused', 'worse': 'port went down',
+        'held': 'GPU3 links down', 'boot': 'reboot required by mps, not rebooted'}
+
+
+def test_markdown_rollout_details():
+    records = [
+        _rollout(host='a', pre_check=_registered(deferred=[_deferred('driver_loaded', 'nvidia_driver'),
+                                                           _deferred('driver_version', 'nvidia_driver'),
+                                                           _deferred()]),
+                 roles=['nvidia_driver', 'mps'], changes={'nvidia_driver': 4, 'mps': 1},
+                 reboot_required={'nvidia_driver': True}, reboot={'rebooted': True, 'elapsed': 90}),
+        _rollout(host='b', changes={'mps': 2}, reboot_required={'mps': True}, post_check={'skipped': True}),
+    ]
+    md = rpt.render_all(records)[1]['markdown']
+    assert '| a | c | provisioned | PASS (3 deferred) | mps: 1, nvidia_driver: 4; rebooted | PASS | 0 |' in md
+    assert '| b | c | reboot_required | PASS | mps: 2; reboot required | after reboot | - |' in md
+    assert '2 hosts: 1 passed, 0 held back, 0 regressed, 0 failed, 0 unreachable, 1 waiting for a reboot.' in md
+    assert '## Deferred to the post-change check' in md
+    assert '| a | compute_mode, driver_loaded, driver_version | mps, nvidia_driver |' in md
+    assert '### b (r, c): reboot_required' in md
+    assert 'Waiting for a reboot required by mps; the post-change check runs after it.' in md
+    assert 'Check mode' not in md
+    cases = dict(((c.get('classname'), c.get('name')), c)
+                 for c in ET.fromstring(rpt.render_junit(rpt.build_report(records)).encode('utf-8')).iter('testcase'))
+    assert len(cases[('r.a', 'reboot')]) == 0
+    assert cases[('r.b', 'reboot')].find('skipped').get('message') == 'reboot required by mps, not rebooted'
+    assert cases[('r.b', 'post_check')].find('skipped').get('message') == 'runs after the reboot'
+
+
+def test_markdown_check_mode():
+    records = [_rollout(check_mode=True, changes={'mps': 2}, reboot_required={'mps': True},
+                        reboot={'changed': True, 'rebooted': True, 'elapsed': 0})]
+    report, out = rpt.render_all(records)
+    assert report['check_mode'] is True and json.loads(out['json'])['check_mode'] is True
+    md = out['markdown']
+    assert md.splitlines()[2] == ('**Check mode: nothing changed.** Changes, reboots and statuses are what a real run '
+                                  'would do.')
+    assert '| h | c | provisioned | PASS | would change mps: 2; would reboot | PASS | 0 |' in md
+    assert rpt.render_all([_rollout()])[0]['check_mode'] is False

@@ -262,3 +262,83 @@ def test_host_file_clash_leaves_the_previous_report(tmp_path):
     after = dict((p.name, p.read_bytes()) for p in list(tmp_path.iterdir()) + list((tmp_path / 'h').iterdir())
                  if p.is_file())
     assert after == before
+
+
+# ---------------------------------------------------------------- rollout: partial reports, failing hosts
+
+def _rollout(host, rack, **steps):
+    record = {'host': host, 'rack': rack, 'phase': 'done', 'roles': [], 'pre_check': {'passed': True, 'failures': []},
+              'post_check': {'passed': True, 'failures': [], 'regressions': []}}
+    record.update(steps)
+    return record
+
+
+RACKS = {'rack_a': ['gpu-a01', 'gpu-a02'], 'rack_b': ['gpu-b01']}
+
+
+def test_partial_report_is_not_written_until_the_last_batch(tmp_path):
+    # after rack_a, nobody fails: the rollout goes on, nothing is written yet
+    first = run({'records': [_rollout('gpu-a01', 'rack_a'), _rollout('gpu-a02', 'rack_a')], 'racks': RACKS,
+                 'dest': str(tmp_path)})
+    assert (first['changed'], first['written'], first['failing']) == (False, False, {})
+    assert first['statuses']['gpu-b01'] == 'not_started'
+    assert first['summary']['not_started'] == 1
+    assert 'Not started: 1 host in rack_b;' in first['markdown']
+    assert os.listdir(str(tmp_path)) == []
+    # after rack_b every host has a record: written
+    records = [_rollout('gpu-a01', 'rack_a'), _rollout('gpu-a02', 'rack_a'), _rollout('gpu-b01', 'rack_b')]
+    last = run({'records': records, 'racks': RACKS, 'dest': str(tmp_path)})
+    assert (last['changed'], last['written'], last['summary']['not_started']) == (True, True, 0)
+    assert sorted(os.listdir(str(tmp_path))) == ['rack-report.json', 'rack-report.md', 'rack-report.xml']
+    # a rerun: the partial report is again not written, the last one is unchanged
+    assert run({'records': records[:2], 'racks': RACKS, 'dest': str(tmp_path)})['changed'] is False
+    assert run({'records': records, 'racks': RACKS, 'dest': str(tmp_path)})['changed'] is False
+
+
+def test_partial_report_with_a_failing_host_is_written(tmp_path):
+    records = [_rollout('gpu-a01', 'rack_a'),
+               _rollout('gpu-a02', 'rack_a', errors=['Install: no package'], post_check=None)]
+    result = run({'records': records, 'racks': RACKS, 'dest': str(tmp_path)}, diff=True)
+    assert (result['changed'], result['written']) == (True, True)
+    assert result['failing'] == {'gpu-a02': 'Install: no package'}
+    doc = json.loads((tmp_path / 'rack-report.json').read_text())
+    assert [(h['host'], h['status']) for r in doc['racks'] for h in r['hosts']] == [
+        ('gpu-a01', 'provisioned'), ('gpu-a02', 'failed'), ('gpu-b01', 'not_started')]
+    assert [d['after_header'] for d in result['diff']] == [
+        str(tmp_path / 'rack-report.json'), str(tmp_path / 'rack-report.md'), str(tmp_path / 'rack-report.xml')]
+
+
+@pytest.mark.parametrize('flags, failing', [
+    ({}, []),
+    ({'fail_held_back': True}, ['gpu-a02']),
+    ({'fail_reboot_required': True}, ['gpu-b01']),
+    ({'fail_held_back': True, 'fail_reboot_required': True}, ['gpu-a02', 'gpu-b01']),
+])
+def test_fail_held_back_and_reboot_required(tmp_path, flags, failing):
+    records = [_rollout('gpu-a01', 'rack_a'),
+               _rollout('gpu-a02', 'rack_a', pre_check={'passed': False, 'failures': [
+                   {'check': 'gpu_count', 'subject': 'node', 'expected': 8, 'actual': 7, 'message': '7 GPUs'}]},
+                   post_check=None),
+               _rollout('gpu-b01', 'rack_b', roles=['mps'], changes={'mps': 1}, reboot_required={'mps': True},
+                        post_check=None)]
+    result = run(dict({'records': records, 'racks': RACKS, 'dest': str(tmp_path)}, **flags))
+    assert result['statuses'] == {'gpu-a01': 'provisioned', 'gpu-a02': 'held_back', 'gpu-b01': 'reboot_required'}
+    assert sorted(result['failing']) == failing
+    reasons = {'gpu-a02': '7 GPUs', 'gpu-b01': 'reboot required by mps, not rebooted'}
+    assert result['failing'] == dict((h, reasons[h]) for h in failing)
+    assert result['summary']['reboot_required'] == 1
+
+
+def test_check_mode_report_says_so(tmp_path):
+    records = [_rollout('gpu-a01', 'rack_a', check_mode=True, roles=['mps'], changes={'mps': 2})]
+    result = run({'records': records, 'dest': str(tmp_path)}, check_mode=True, diff=True)
+    assert result['changed'] is True and result['written'] is True
+    assert '**Check mode: nothing changed.**' in result['markdown']
+    assert '| gpu-a01 | - | provisioned | PASS | would change mps: 2 | PASS | 0 |' in result['markdown']
+    assert json.loads(result['diff'][0]['after'])['check_mode'] is True
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_invalid_racks_fail(tmp_path):
+    result = run({'records': [], 'racks': {'rack_a': 'gpu-a01'}, 'dest': str(tmp_path)}, expect_fail=True)
+    assert 'rack rack_a must list its hosts' in result['msg']
