@@ -161,7 +161,11 @@ def test_rack_report_says_provisioned(host):
     assert record['unreachable'] is False
     assert record['error'] is None
     assert record['phase'] == 'done'
-    assert record['pre_check'] == {'passed': True, 'failures': []}
+    # no roles in this rollout: nothing deferred, nothing changed, no reboot
+    assert record['pre_check'] == {'passed': True, 'failures': [], 'deferred': []}
+    assert record['changes'] == {}
+    assert record['reboot'] is None
+    assert record['check_mode'] is False
     assert record['post_check'] == {'passed': True, 'failures': [], 'regressions': []}
     assert report['summary']['healthy'] is True
     assert report['summary']['by_status']['provisioned'] == 1
