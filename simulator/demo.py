@@ -59,7 +59,8 @@ LABEL = 'gpuops.demo'
 LOCK = '/tmp/gpuops-node-demo.lock'
 NODE_SIM_DIR = '/opt/gpuops-sim'
 SYSFS_ROOT = '/usr/share/gpuops-sim/sys'
-PODMAN_RUN_OPTIONS = ['--privileged', '--systemd=always', '--ulimit', 'nproc=1000:1000',
+# --restart=always: a node rebooted by the rollout (systemctl reboot ends its systemd) is started again
+PODMAN_RUN_OPTIONS = ['--privileged', '--systemd=always', '--restart=always', '--ulimit', 'nproc=1000:1000',
                       '--ulimit', 'nofile=1024:4096']
 BOOT_TIMEOUT = 120
 PASSING = ('provisioned', 'validated')
@@ -384,6 +385,9 @@ def write_inventory(nodes, directory, report_dir):
         ('gpuops_sysfs_root', SYSFS_ROOT),
         ('gpuops_report_dir', report_dir),
         ('gpuops_report_title', 'gpuops.node demo rollout (simulated GPU nodes)'),
+        # a container reboots with systemd (podman restarts it) and shares the host kernel's boot_id
+        ('gpuops_reboot_command', 'systemctl reboot'),
+        ('gpuops_reboot_boot_time_command', 'cut -d" " -f22 /proc/1/stat'),
     ])
     with open(os.path.join(inventory, 'group_vars', 'all.yml'), 'w') as handle:
         handle.write(B.dump_yaml(all_vars, header + '\nNodes are podman containers; nvidia-smi and sysfs are '

@@ -131,6 +131,10 @@ def test_inventory(tmp_path):
     assert all_vars['ansible_connection'] == 'containers.podman.podman'
     assert all_vars['gpuops_sysfs_root'] == '/usr/share/gpuops-sim/sys'
     assert all_vars['gpuops_report_dir'] == '/reports'
+    # a node the rollout reboots is a container: systemd reboots it, podman starts it again
+    assert all_vars['gpuops_reboot_command'] == 'systemctl reboot'
+    assert all_vars['gpuops_reboot_boot_time_command'] == 'cut -d" " -f22 /proc/1/stat'
+    assert '--restart=always' in D.PODMAN_RUN_OPTIONS
     for name in PROFILE_NAMES:
         meta = B.load_yaml(open(os.path.join(profile_path(name), 'profile.yml')).read())
         group = yaml.safe_load(open(os.path.join(inventory, 'group_vars', meta['node_class'] + '.yml')))
