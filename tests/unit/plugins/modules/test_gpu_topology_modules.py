@@ -305,7 +305,6 @@ def test_a_child_holding_the_output_does_not_discard_a_finished_answer(tmp_path)
     assert err.endswith(b'exited 0 but a process it started kept its output open; stopped after 1 s')
 
 
-
 def test_installed_driver_from_dpkg(monkeypatch, capsys, tmp_path):
     outputs = dict(A100_OUTPUTS)
     # dpkg-query's own output forms, for the package Debian 13 ships NVML in (the debian13_real_nvidia scenario
