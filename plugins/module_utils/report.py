@@ -190,7 +190,11 @@ def _reboot(raw, host):
     required_by = sorted((role for role, wanted in asked.items() if wanted), key=_sort_key)
     result, unreachable = _result(given, 'reboot', host)
     if isinstance(result, dict) and 'required_by' in result:
-        required_by = [_text(role) for role in (result['required_by'] or [])]
+        given_roles = result['required_by'] or []
+        if not isinstance(given_roles, (list, tuple)) or not all(isinstance(r, str) and r for r in given_roles):
+            raise ReportError('host %s: reboot.required_by must be a list of role names, got %r'
+                              % (host, result['required_by']))
+        required_by = [_text(role) for role in given_roles]
     if not required_by:
         return None, unreachable
     rebooted = _bool((result or {}).get('rebooted'), 'reboot.rebooted', host)

@@ -561,3 +561,12 @@ def test_markdown_check_mode():
                                   'would do.')
     assert '| h | c | provisioned | PASS | would change mps: 2; would reboot | PASS | 0 |' in md
     assert rpt.render_all([_rollout()])[0]['check_mode'] is False
+
+
+@pytest.mark.parametrize('required_by', [[None], 5, ['']])
+def test_reboot_required_by_that_is_not_role_names_is_a_clean_error(required_by):
+    from ansible_collections.gpuops.node.plugins.module_utils.report import ReportError, normalize_record
+    record = {'host': 'gpu-a01', 'rack': 'rack_a', 'reboot': {'required_by': required_by, 'rebooted': False}}
+    with pytest.raises(ReportError) as err:
+        normalize_record(record)
+    assert 'reboot.required_by must be a list of role names' in str(err.value)
