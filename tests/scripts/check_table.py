@@ -12,11 +12,12 @@ importable (``make units`` sets that up; tests/unit/conftest.py does too).
 
 from __future__ import (absolute_import, division, print_function)
 
-import difflib
 import json
-import textwrap
 import os
 import sys
+import textwrap
+
+import generated_docs  # tests/scripts, beside this file
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 README = os.path.join(ROOT, 'README.md')
@@ -111,27 +112,8 @@ def rendered():
 
 def stale():
     """Unified diffs of every stale document (empty when all are current)."""
-    diffs = []
-    for path, (current, generated) in sorted(rendered().items()):
-        if current != generated:
-            diffs.extend(difflib.unified_diff(current.splitlines(), generated.splitlines(), path, path + ' (generated)',
-                                              lineterm=''))
-    return diffs
-
-
-def main(argv):
-    if '--write' in argv:
-        for path, (current, generated) in rendered().items():
-            if current != generated:
-                with open(path, 'w') as handle:
-                    handle.write(generated)
-                print('wrote %s' % os.path.relpath(path, ROOT))
-        return 0
-    diffs = stale()
-    for line in diffs:
-        print(line)
-    return 1 if diffs else 0
+    return generated_docs.stale(rendered())
 
 
 if __name__ == '__main__':
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(generated_docs.main(sys.argv[1:], rendered(), ROOT))

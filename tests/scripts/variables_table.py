@@ -12,13 +12,14 @@ A variable's default is the spec's ``default``, else the description line that s
 
 from __future__ import (absolute_import, division, print_function)
 
-import difflib
 import json
 import os
 import re
 import sys
 
 import yaml
+
+import generated_docs  # tests/scripts, beside this file
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 README = os.path.join(ROOT, 'README.md')
@@ -82,7 +83,7 @@ def table():
 
 
 def rendered():
-    """(current README, README with the generated table)."""
+    """{README: (current text, text with the generated table)}."""
     with open(README) as handle:
         text = handle.read()
     lines = text.split('\n')
@@ -91,30 +92,13 @@ def rendered():
         end = lines.index(END, start)
     except ValueError:
         raise SystemExit('%s: no "%s" ... "%s" markers' % (README, START, END))
-    return text, '\n'.join(lines[:start + 1] + table() + lines[end:])
+    return {README: (text, '\n'.join(lines[:start + 1] + table() + lines[end:]))}
 
 
 def stale():
-    current, generated = rendered()
-    if current == generated:
-        return []
-    return list(difflib.unified_diff(current.splitlines(), generated.splitlines(), README, README + ' (generated)',
-                                     lineterm=''))
-
-
-def main(argv):
-    if '--write' in argv:
-        current, generated = rendered()
-        if current != generated:
-            with open(README, 'w') as handle:
-                handle.write(generated)
-            print('wrote %s' % os.path.relpath(README, ROOT))
-        return 0
-    diffs = stale()
-    for line in diffs:
-        print(line)
-    return 1 if diffs else 0
+    """Unified diff of the README when its table is stale (empty when current)."""
+    return generated_docs.stale(rendered())
 
 
 if __name__ == '__main__':
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(generated_docs.main(sys.argv[1:], rendered(), ROOT))
