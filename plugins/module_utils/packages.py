@@ -61,3 +61,73 @@ def read_installed_driver(run, which):
     else:
         return None
     return {'package': package, 'package_version': version or None, 'version': upstream(version)}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What the package manager offers, has installed and holds (read by gpuops.node.nvidia_driver_plan)
+# ---------------------------------------------------------------------------------------------------------------
+
+def parse_madison(text, package):
+    """Versions of ``package`` in ``apt-cache madison PACKAGE`` output, in the order printed.
+
+    `` nvidia-driver | 535.216.01-1~deb12u1 | http://deb.debian.org/debian bookworm/non-free amd64 Packages``
+    """
+    found = []
+    for line in (text or '').splitlines():
+        parts = [p.strip() for p in line.split('|')]
+        if len(parts) >= 3 and parts[0] == package and parts[1] and parts[1] not in found:
+            found.append(parts[1])
+    return found
+
+
+def parse_dpkg_status(text):
+    """{package: version} of the installed packages in ``dpkg-query -W -f='${Package}\\t${Version}\\t${db:Status-Abbrev}\\n'``.
+
+    Only packages whose status is ``ii`` (installed) or ``hi`` (held, installed) count; ``rc`` (removed, config
+    left) does not.
+    """
+    installed = {}
+    for line in (text or '').splitlines():
+        fields = line.split('\t')
+        if len(fields) >= 3 and fields[2].strip()[:2] in ('ii', 'hi') and fields[1]:
+            installed[fields[0].split(':')[0]] = fields[1]
+    return installed
+
+
+def parse_showhold(text):
+    """Package names in ``apt-mark showhold`` output (``name`` or ``name:arch`` per line)."""
+    return [line.strip().split(':')[0] for line in (text or '').splitlines() if line.strip()]
+
+
+def parse_repoquery(text, package):
+    """Versions of ``package`` in ``dnf repoquery --qf '%{name} %{epoch}:%{version}-%{release}'`` output."""
+    found = []
+    for line in (text or '').splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == package:
+            version = parts[1][2:] if parts[1].startswith('0:') else parts[1]
+            if version not in found:
+                found.append(version)
+    return found
+
+
+def parse_rpm_installed(text):
+    """{name: version} from ``rpm -q --qf '%{NAME} %{EPOCH}:%{VERSION}-%{RELEASE}\\n' NAMES`` (``is not installed`` lines skipped)."""
+    installed = {}
+    for line in (text or '').splitlines():
+        parts = line.split()
+        if len(parts) == 2 and ':' in parts[1]:
+            epoch, rest = parts[1].split(':', 1)
+            installed[parts[0]] = rest if epoch in ('0', '(none)') else parts[1]
+    return installed
+
+
+def parse_versionlock(text):
+    """Package names locked in ``dnf versionlock list`` output (``3:nvidia-driver-550.54.15-1.el9.*``)."""
+    names = []
+    for line in (text or '').splitlines():
+        line = line.strip()
+        match = re.match(r'^(?:\d+:)?([A-Za-z0-9_+.-]+?)-\d[^-]*-[^-]+$', line)
+        if match:
+            names.append(match.group(1))
+    return names

@@ -1,0 +1,373 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.node contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: nvidia_driver_plan
+short_description: Decide what the NVIDIA driver role will change on a node, before it changes anything
+version_added: 0.2.0
+description:
+  - Reads what the package manager offers and has installed (C(apt-cache madison), C(dpkg-query), C(apt-mark
+    showhold), or C(dnf repoquery), C(rpm -q), C(dnf versionlock list)) and the DKMS state (C(dkms status) and the
+    C(make.log) of a failed build), and combines them with the node's bare-node facts (O(facts), the
+    C(gpu_topology) fact of M(gpuops.node.gpu_topology_facts)) into the plan of the C(gpuops.node.nvidia_driver)
+    role.
+  - The plan names the kernel module flavour (O(kernel_module=auto) chooses open from Turing on and on
+    Blackwell, proprietary before Turing, from the GPUs on the PCI bus), the target version, the action
+    (C(install), C(upgrade), C(downgrade), C(switch) of flavour, or C(none)), the package specs to install, the
+    packages to remove, unhold and hold, and the fabric manager (wanted where the node has NVSwitches, at exactly
+    the driver's version).
+  - A request the role must refuse fails the module with a message that starts with the variable to change, and
+    C(variable) set to it; nothing is changed. Refused are a downgrade without O(allow_downgrade), a change of an
+    installed driver while GPU processes run without O(force), open modules on a GPU older than Turing,
+    proprietary modules on Blackwell, a version or branch the source does not offer, and a fabric manager the
+    source does not have at the driver's version.
+  - O(mode=inspect) only reads the packages and DKMS, for a role that needs to say why an installation failed.
+author:
+  - gpuops.node maintainers (@gpuops)
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads.
+  diff_mode:
+    support: none
+    description: The module changes nothing, so it has no difference to show.
+options:
+  mode:
+    description:
+      - C(plan) decides the plan.
+      - C(check) only checks the request against itself and the GPUs in O(facts) (version and branch form, kernel
+        module flavour), without reading the package manager.
+      - C(inspect) only reads the installed packages, holds and DKMS.
+    type: str
+    choices: [plan, check, inspect]
+    default: plan
+  packages:
+    description:
+      - The driver packages per kernel module flavour, installed together at the same version; the first of each
+        list is the one whose available versions decide the target (the kernel module package, because on Debian 12
+        the open modules lag the proprietary ones). C({branch}) in a name is replaced by the branch (Ubuntu names packages by
+        branch), which O(branch) or O(version) must then give.
+    type: dict
+    required: true
+    suboptions:
+      open:
+        description: Packages of the open kernel modules.
+        type: list
+        elements: str
+        required: true
+      proprietary:
+        description: Packages of the proprietary kernel modules.
+        type: list
+        elements: str
+        required: true
+  fabricmanager_packages:
+    description:
+      - The fabric manager's package name by branch, for example C(nvidia-fabricmanager-{branch}) before branch 580
+        and C(nvidia-fabricmanager) from 580 on (C({branch}) is replaced by the target's branch); the first entry
+        whose O(fabricmanager_packages[].since_branch) the target reaches. Empty when the source has none.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: Package name, C({branch}) replaced by the branch.
+        type: str
+        required: true
+      since_branch:
+        description: The first branch that uses this name.
+        type: int
+        default: 0
+  extra_packages:
+    description:
+      - Packages installed with the driver, such as nvidia-persistenced; C({branch}) in a name is replaced by the
+        branch.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: Package name.
+        type: str
+        required: true
+      versioned:
+        description: Installed and held at the driver's package version (else installed when missing).
+        type: bool
+        default: false
+  source:
+    description: The role's source (C(distro), C(cuda_repo), C(mirror)), named in messages.
+    type: str
+  fabricmanager:
+    description: C(auto) installs the fabric manager where the node has NVSwitches and removes it elsewhere.
+    type: str
+    choices: [auto, present, absent]
+    default: auto
+  kernel_module:
+    description: Kernel module flavour.
+    type: str
+    choices: [auto, open, proprietary]
+    default: auto
+  branch:
+    description: Driver branch to install (C(550)); the newest version of it.
+    type: str
+  version:
+    description: Exact driver version to install (C(550.163.01)).
+    type: str
+  allow_downgrade:
+    description: Allow installing a version older than the installed one.
+    type: bool
+    default: false
+  force:
+    description: Change an installed driver even while GPU processes are running.
+    type: bool
+    default: false
+  facts:
+    description: The node's C(gpu_topology) fact (C(pci_gpus), C(nvswitch_count), C(gpu_processes), loaded driver).
+    type: dict
+    default: {}
+  dkms_modules:
+    description: DKMS module names of the driver (Debian builds C(nvidia-current), NVIDIA's packages C(nvidia)).
+    type: list
+    elements: str
+    default: [nvidia, nvidia-current]
+notes:
+  - Versions are ordered as dpkg orders them (epoch, upstream, revision with C(~) first).
+seealso:
+  - module: gpuops.node.gpu_topology_facts
+'''
+
+EXAMPLES = r'''
+- name: Read the bare-node facts
+  gpuops.node.gpu_topology_facts:
+
+- name: Plan the driver change
+  gpuops.node.nvidia_driver_plan:
+    packages:
+      open: [nvidia-driver, nvidia-open-kernel-dkms, nvidia-smi]
+      proprietary: [nvidia-driver, nvidia-kernel-dkms, nvidia-smi]
+    branch: "535"
+    facts: "{{ ansible_facts.gpu_topology }}"
+  register: driver_plan
+'''
+
+RETURN = r'''
+plan:
+  description: What the role will do; empty with O(mode=inspect).
+  returned: success
+  type: dict
+  contains:
+    kernel_module:
+      description: The flavour chosen (C(open) or C(proprietary)), and C(kernel_module_reason) why.
+      type: str
+      sample: open
+    action:
+      description: C(install), C(upgrade), C(downgrade), C(switch) (same version, other flavour or packages) or C(none).
+      type: str
+      sample: upgrade
+    target_version:
+      description: The driver version to run, and C(target_package_version) its package version.
+      type: str
+      sample: 550.163.01
+    installed_version:
+      description: The driver version installed now (null when none), and C(installed_kernel_module) its flavour.
+      type: str
+    install:
+      description: Package specs (C(name=version)) to install; empty when nothing changes.
+      type: list
+      elements: str
+    remove:
+      description: Packages to remove (the other flavour's, a fabric manager no longer wanted).
+      type: list
+      elements: str
+    unhold:
+      description: Held packages this change touches, to release first.
+      type: list
+      elements: str
+    hold:
+      description: Packages to hold once installed.
+      type: list
+      elements: str
+    fabricmanager:
+      description: C(wanted), C(package), C(package_version) and C(nvswitch_count).
+      type: dict
+installed:
+  description: Installed packages among those the plan considers, name to package version.
+  returned: always
+  type: dict
+held:
+  description: Held (version-locked) packages.
+  returned: always
+  type: list
+  elements: str
+dkms:
+  description: The driver's DKMS entries (C(module), C(version), C(kernel), C(arch), C(status), C(note)).
+  returned: always
+  type: list
+  elements: dict
+dkms_build_errors:
+  description: The first error lines of each driver module's DKMS C(make.log), keyed C(module/version).
+  returned: always
+  type: dict
+variable:
+  description: The role variable that made the plan fail.
+  returned: failure
+  type: str
+'''
+
+import glob
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.node.plugins.module_utils import dkms as D
+from ansible_collections.gpuops.node.plugins.module_utils import packages as P
+from ansible_collections.gpuops.node.plugins.module_utils.driver_plan import (PlanError, check_request,
+                                                                              expand_packages, fabricmanager_name, plan)
+from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
+
+DKMS_TREE = '/var/lib/dkms'
+
+
+class PackageManager(object):
+    def __init__(self, module):
+        self.module = module
+        self.apt = module.get_bin_path('apt-cache') is not None and module.get_bin_path('dpkg-query') is not None
+        if not self.apt and module.get_bin_path('rpm') is None:
+            module.fail_json(msg='neither apt/dpkg nor rpm/dnf found on the node')
+
+    def run(self, argv, allow=(0,)):
+        rc, out, err = self.module.run_command(argv, environ_update={'LC_ALL': 'C'})
+        if rc not in allow:
+            self.module.fail_json(msg='%s failed (exit %d): %s' % (' '.join(argv), rc, (err or out).strip()))
+        return rc, out
+
+    def available(self, package):
+        if self.apt:
+            return P.parse_madison(self.run(['apt-cache', 'madison', package])[1], package)
+        _rc, out = self.run(['dnf', '-q', 'repoquery', '--available', '--qf',
+                             '%{name} %{epoch}:%{version}-%{release}', package])
+        return P.parse_repoquery(out, package)
+
+    def installed(self, names):
+        if not names:
+            return {}
+        if self.apt:
+            # exit 1 names packages dpkg does not know; the others are still printed
+            _rc, out = self.run(['dpkg-query', '-W', '-f=${Package}\t${Version}\t${db:Status-Abbrev}\n'] + names,
+                                allow=(0, 1))
+            return P.parse_dpkg_status(out)
+        _rc, out = self.run(['rpm', '-q', '--qf', '%{NAME} %{EPOCH}:%{VERSION}-%{RELEASE}\n'] + names, allow=(0, 1))
+        return P.parse_rpm_installed(out)
+
+    def held(self):
+        if self.apt:
+            return P.parse_showhold(self.run(['apt-mark', 'showhold'])[1])
+        rc, out = self.run(['dnf', '-q', 'versionlock', 'list'], allow=(0, 1))
+        return P.parse_versionlock(out) if rc == 0 else []
+
+
+def read_dkms(module, names):
+    if module.get_bin_path('dkms') is None:
+        return [], {}
+    rc, out, err = module.run_command(['dkms', 'status'], environ_update={'LC_ALL': 'C'})
+    if rc != 0:
+        module.fail_json(msg='dkms status failed (exit %d): %s' % (rc, (err or out).strip()))
+    try:
+        entries = [e for e in D.parse_status(out) if e['module'] in names]
+    except ParseError as exc:
+        module.fail_json(msg=str(exc))
+    errors = {}
+    for name in names:
+        for log in sorted(glob.glob(os.path.join(DKMS_TREE, name, '*', 'build', 'make.log'))):
+            version = log.split(os.sep)[-3]
+            if any(e['version'] == version and e['status'] == 'installed' for e in entries):
+                continue
+            with open(log, 'rb') as handle:
+                found = D.build_errors(handle.read().decode('utf-8', 'replace'))
+            if found:
+                errors['%s/%s' % (name, version)] = found
+    return entries, errors
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            mode=dict(type='str', choices=['plan', 'check', 'inspect'], default='plan'),
+            packages=dict(type='dict', required=True, options=dict(
+                open=dict(type='list', elements='str', required=True),
+                proprietary=dict(type='list', elements='str', required=True))),
+            fabricmanager_packages=dict(type='list', elements='dict', default=[], options=dict(
+                name=dict(type='str', required=True), since_branch=dict(type='int', default=0))),
+            extra_packages=dict(type='list', elements='dict', default=[], options=dict(
+                name=dict(type='str', required=True), versioned=dict(type='bool', default=False))),
+            source=dict(type='str'),
+            fabricmanager=dict(type='str', choices=['auto', 'present', 'absent'], default='auto'),
+            kernel_module=dict(type='str', choices=['auto', 'open', 'proprietary'], default='auto'),
+            branch=dict(type='str'),
+            version=dict(type='str'),
+            allow_downgrade=dict(type='bool', default=False),
+            force=dict(type='bool', default=False),
+            facts=dict(type='dict', default={}),
+            dkms_modules=dict(type='list', elements='str', default=['nvidia', 'nvidia-current']),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    request = dict((k, params[k]) for k in ('packages', 'fabricmanager', 'fabricmanager_packages', 'kernel_module',
+                                            'branch', 'version', 'allow_downgrade', 'force', 'source',
+                                            'extra_packages'))
+    if params['mode'] == 'check':
+        try:
+            _packages, flavour, reason = check_request(request, params['facts'])
+        except PlanError as exc:
+            module.fail_json(msg=str(exc), variable=exc.variable)
+        module.exit_json(changed=False, plan={'kernel_module': flavour, 'kernel_module_reason': reason})
+    manager = PackageManager(module)
+    branch = params['branch'] or (params['version'] or '').split('.')[0] or None
+    try:
+        packages = expand_packages(params['packages'], branch, params['source'])
+    except PlanError as exc:
+        if params['mode'] == 'plan':
+            module.fail_json(msg=str(exc), variable=exc.variable)
+        packages = dict((f, [n for n in names if '{branch}' not in n]) for f, names in params['packages'].items())
+    request['extra_packages'] = [dict(e, name=e['name'].replace('{branch}', branch or '{branch}'))
+                                 for e in params['extra_packages']]
+    names = sorted(set(packages['open']) | set(packages['proprietary'])
+                   | set(e['name'] for e in request['extra_packages'] if '{branch}' not in e['name']))
+    fm_names = sorted(set(e['name'] for e in params['fabricmanager_packages'] if '{branch}' not in e['name']))
+    installed = manager.installed(names + fm_names)
+    held = manager.held()
+    dkms, dkms_errors = read_dkms(module, params['dkms_modules'])
+    result = dict(changed=False, installed=installed, held=held, dkms=dkms, dkms_build_errors=dkms_errors, plan={})
+    if params['mode'] == 'inspect':
+        module.exit_json(**result)
+    available = dict((flavour, manager.available(packages[flavour][0])) for flavour in ('open', 'proprietary'))
+    node = {'facts': params['facts'], 'installed': installed, 'held': held, 'available': available}
+    try:
+        if params['fabricmanager_packages']:
+            # the fabric manager's name can carry the branch: read what the source offers for every branch offered
+            branches = sorted(set(P.upstream(v).split('.')[0] for versions in available.values() for v in versions
+                                  if P.upstream(v)))
+            fm_names = sorted(set(n for n in (fabricmanager_name(params['fabricmanager_packages'], b)
+                                              for b in branches) if n))
+            node['fabricmanager_available'] = dict((n, manager.available(n)) for n in fm_names)
+            node['installed'].update(manager.installed(fm_names))
+        result['plan'] = plan(request, node)
+    except PlanError as exc:
+        result['variable'] = exc.variable
+        module.fail_json(msg=str(exc), **result)
+    if not manager.apt:
+        # dnf installs name-version
+        result['plan']['install'] = [spec.replace('=', '-', 1) for spec in result['plan']['install']]
+    result['installed'] = node['installed']
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()
