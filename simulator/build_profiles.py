@@ -660,6 +660,10 @@ def gpu_facts(xml_text):
     return facts
 
 
+# PCI bus numbers of the H100 profile's NVSwitches (synthetic, see the profile's synthetic: list)
+H100_NVSWITCH_BUSES = (0x05, 0x06, 0x07, 0x08)
+
+
 def profile_h100():
     name = 'h100-sxm-8gpu-ib'
     src = Sources()
@@ -702,6 +706,10 @@ def profile_h100():
     # sysfs: GPUs
     numa = dict((f['index'], -1) for f in facts)
     gpu_sysfs(tree, xml_text, numa)
+    # sysfs: the four NVSwitches of the HGX H100 baseboard (third-generation NVSwitch, PCI id 10de:22a3)
+    for bus in H100_NVSWITCH_BUSES:
+        pci_device(tree, '0000:%02x:00.0' % bus, 4, 2, 4, 2, -1, vendor='0x10de', device='0x22a3',
+                   pci_class='0x068000')
     # sysfs: NICs
     src.use(SRC_GPUD_IB, 'InfiniBand port values of the compute rails (state "4: ACTIVE", phys_state '
                          '"5: LinkUp", rate "400 Gb/sec (4X NDR)"), link_layer "Ethernet" of the frontend bond '
@@ -780,6 +788,10 @@ def profile_h100():
             'the GPUs over four root complexes like HGX H100 boards',
             'NIC PCI addresses: a compute rail sits on the bus below its GPU (GPU bus - 1); storage ports on '
             '0000:2a:00.0/.1 and 0000:aa:00.0/.1; NIC PCIe Gen5 x16, PCI ids 15b3:1021 (ConnectX-7)',
+            'NVSwitches: a DGX H100 has four third-generation NVSwitches on its PCI bus (vendor 0x10de, device '
+            '0x22a3, class 0x068000, bound to the nvidia driver); no capture has their sysfs, so their addresses '
+            '0000:05:00.0 .. 0000:08:00.0 (bus numbers free below the first GPU and NIC, one PCIe switch) and '
+            'their management link (Gen4 x2, numa_node -1 as every device of this numa=off node) are chosen',
             'MIG placement model (see sim/mig-profiles.json): memory-slice placements and GPU-instance ids '
             'follow the real captures where they show them, otherwise the 8-slice layout',
         ],

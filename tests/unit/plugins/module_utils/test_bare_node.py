@@ -74,7 +74,9 @@ def bare(tmp_path, profile, proc=None):
 def test_bare_node_lists_its_gpus_from_pci(tmp_path):
     topo = gather_bundle(bare(tmp_path, 'h100-sxm-8gpu-ib'))
     assert topo['driver_loaded'] is False and topo['gpu_count'] == 0
-    assert len(topo['pci_gpus']) == 8 and topo['nvswitch_count'] == 0
+    assert len(topo['pci_gpus']) == 8 and topo['nvswitch_count'] == 4      # the DGX H100's four NVSwitches
+    for profile in ('a100-sxm-8gpu-ib', 'pcie-4gpu-roce'):                  # the A100 profile has none (yet)
+        assert gather_bundle(bare(tmp_path, profile))['nvswitch_count'] == 0
     assert topo['pci_gpus'][0] == {
         'pci_bus_id': '0000:19:00.0', 'device_id': '0x2330', 'architecture': 'Hopper',
         'model': 'NVIDIA H100 80GB HBM3', 'numa_node': None,           # the capture was taken with numa=off
