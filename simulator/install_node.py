@@ -17,6 +17,13 @@ Writes, under ``--root``:
   ``sysfs_root`` option here
 * removes ``/var/lib/gpuops-sim/state.json`` (a fresh node) unless ``--keep-state``
 
+``--bare`` installs a node without NVIDIA user space (no ``/usr/bin/nvidia-smi``) whose driver is
+emulated: the profile's ``sim/runtime.json`` says ``"driver": "emulated"``, the simulator's modules
+go to ``/usr/share/gpuops-sim/lib/``, the files NVIDIA packages ship are diverted (``dpkg-divert
+--no-rename --divert <path>.distrib --add <path>``) so that ``gpuops-sim sync`` can put stand-ins
+there, a dpkg and an apt hook run that sync, and ``gpuops-sim-driver.service`` runs ``gpuops-sim
+sync`` and ``gpuops-sim boot`` at every boot (simulator/README.md, "Bare nodes and driver emulation").
+
 Prints one JSON line: ``{"changed": ..., "profile_name": ..., "faults": [...], "profile": <dir>, "sysfs_root": <dir>, ...}``.
 Nothing is rewritten (and the state is kept) when the result would be identical,
 so an Ansible task can use ``changed_when: (result.stdout | from_json).changed``.
@@ -39,6 +46,7 @@ import json
 import os
 import shutil
 import stat
+import subprocess
 import sys
 
 try:
@@ -50,6 +58,13 @@ except ImportError:  # run as a script, or from a copy of the directory under an
     import bundle as B  # noqa: E402
     import faults as F  # noqa: E402
     import nvidia_smi as N  # noqa: E402
+try:
+    from . import sim_driver as D
+except ImportError:  # a copy of the simulator without the driver emulation: replayed nodes only
+    try:
+        import sim_driver as D  # noqa: E402
+    except ImportError:
+        D = None
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NVIDIA_SMI = 'usr/bin/nvidia-smi'
@@ -58,9 +73,49 @@ PROFILE = N.DEFAULT_PROFILE
 SYSFS = 'usr/share/gpuops-sim/sys'
 STATE = N.DEFAULT_STATE
 
+# --bare
+LIB = 'usr/share/gpuops-sim/lib'
+LIB_MODULES = ('nvidia_smi.py', 'sim_driver.py', 'sim_daemons.py')
+STANDIN_SOURCES = (('standin-nvidia-smi', 'nvidia_smi.py'), ('standin-daemon', 'sim_daemons.py'))
+DPKG_HOOK = 'etc/dpkg/dpkg.cfg.d/gpuops-sim'
+APT_HOOK = 'etc/apt/apt.conf.d/80gpuops-sim'
+UNIT_NAME = 'gpuops-sim-driver.service'
+UNIT = 'etc/systemd/system/' + UNIT_NAME
+UNIT_WANTS = 'etc/systemd/system/sysinit.target.wants/' + UNIT_NAME
+ETC_DIR = 'etc/gpuops-sim'
+RUN_DIR = 'run/gpuops-sim'
+SYNC = 'if [ -x /usr/local/sbin/gpuops-sim ]; then /usr/local/sbin/gpuops-sim sync >/dev/null; fi'
+# dpkg runs its post-invoke hook after every run, also between the unpack and the configure runs of an
+# apt-get install: the stand-in is in place before nvidia-alternative's trigger links /usr/bin/nvidia-smi
+# to it (that trigger only links files that exist), and `dpkg -i` (Ansible apt deb=) is covered too.
+DPKG_HOOK_TEXT = ('# gpuops-sim: place or remove the stand-ins after every dpkg run (simulator/README.md)\n'
+                  'post-invoke=' + SYNC + '\n')
+APT_HOOK_TEXT = ('// gpuops-sim: place or remove the stand-ins after every apt run (simulator/README.md)\n'
+                 'DPkg::Post-Invoke { "' + SYNC + '"; };\n')
+UNIT_TEXT = '''[Unit]
+Description=gpuops-sim: emulated NVIDIA kernel module load (simulator/README.md)
+DefaultDependencies=no
+After=local-fs.target
+Before=sysinit.target shutdown.target nvidia-persistenced.service nvidia-fabricmanager.service
+Conflicts=shutdown.target
 
-def script(python):
-    with open(os.path.join(HERE, 'nvidia_smi.py'), 'rb') as handle:
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/local/sbin/gpuops-sim sync
+ExecStart=/usr/local/sbin/gpuops-sim boot
+
+[Install]
+WantedBy=sysinit.target
+'''
+
+
+class InstallError(Exception):
+    """A step of the install failed (a command's exit status and stderr included)."""
+
+
+def script(python, source='nvidia_smi.py'):
+    with open(os.path.join(HERE, source), 'rb') as handle:
         body = handle.read()
     if body.startswith(b'#!'):
         body = body.split(b'\n', 1)[1]
@@ -89,14 +144,20 @@ def _write_exec(content, path):
     os.replace(tmp, path)
 
 
-def install(profile_dir, root='/', faults=(), python='/usr/bin/python3', keep_state=False):
+def install(profile_dir, root='/', faults=(), python='/usr/bin/python3', keep_state=False, bare=False):
     """Install the simulator; returns the summary dict."""
+    if bare and D is None:
+        raise InstallError('--bare needs sim_driver.py and sim_daemons.py beside install_node.py')
     tree = B.read_profile(profile_dir)
     applied = []
     for spec in faults:
         name, params = F.parse_spec(spec)
         F.FAULTS[name].apply(tree, **params)
         applied.append({'name': name, 'params': params})
+    if bare:
+        runtime = json.loads(B.text(tree, N.RUNTIME_FILE))
+        runtime['driver'] = 'emulated'
+        B.put_text(tree, N.RUNTIME_FILE, json.dumps(runtime, indent=2, sort_keys=True) + '\n')
     sys_tree = dict((rel[len('sys/'):], value) for rel, value in tree.items() if rel.startswith('sys/'))
     smi = script(python)
     paths = {
@@ -107,16 +168,22 @@ def install(profile_dir, root='/', faults=(), python='/usr/bin/python3', keep_st
         'state': os.path.join(root, STATE),
     }
     changed = False
+    if not bare and os.path.lexists(os.path.join(root, UNIT)):
+        changed = bool(uninstall_bare(root)['removed'])
     if not _same_tree(tree, paths['profile']):
         B.write_tree(tree, paths['profile'])
         changed = True
     if not _same_tree(sys_tree, paths['sysfs_root']):
         B.write_tree(sys_tree, paths['sysfs_root'])
         changed = True
-    for key in ('nvidia_smi', 'admin'):
+    for key in ('admin',) if bare else ('nvidia_smi', 'admin'):
         if not _same_file(smi, paths[key]) or not os.access(paths[key], os.X_OK):
             _write_exec(smi, paths[key])
             changed = True
+    if bare:
+        del paths['nvidia_smi']
+    if D is not None:
+        changed = _install_lib(root, python, bare) or changed
     state_dir = os.path.dirname(paths['state'])
     if not os.path.isdir(state_dir):
         os.makedirs(state_dir)
@@ -126,17 +193,152 @@ def install(profile_dir, root='/', faults=(), python='/usr/bin/python3', keep_st
     summary = {'changed': changed, 'profile_name': meta.get('name'), 'node_class': meta.get('node_class'),
                'faults': [f['name'] for f in meta.get('faults') or []], 'requested_faults': applied}
     summary.update(paths)
+    if bare:
+        summary.update(_finish_bare(root, changed))
     return summary
 
 
-def uninstall(root='/'):
+# ---------------------------------------------------------------------------
+# --bare: stand-ins, diversions, hooks, boot unit
+# ---------------------------------------------------------------------------
+
+def live(root):
+    """Whether to run dpkg-divert and systemctl for real: the node itself, as root, not disabled."""
+    return (os.path.abspath(root) == '/' and hasattr(os, 'geteuid') and os.geteuid() == 0
+            and os.environ.get('GPUOPS_SIM_NO_DPKG_DIVERT') != '1')
+
+
+def _command(argv):
+    """Run a command; its failure raises InstallError with the exit status and stderr (never swallowed)."""
+    try:
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    except OSError as exc:
+        raise InstallError('%s: %s' % (' '.join(argv), exc))
+    if done.returncode != 0:
+        raise InstallError('%s failed (exit status %d): %s' % (
+            ' '.join(argv), done.returncode, (done.stderr or done.stdout).decode('utf-8', 'replace').strip()))
+    return done.stdout.decode('utf-8', 'replace')
+
+
+def diversion_argv(rel, path_exists_unowned=False):
+    """The dpkg-divert command for one stand-in path. A file already there that is not the simulator's
+    (a package installed before) is moved aside with --rename instead."""
+    return ['dpkg-divert', '--rename' if path_exists_unowned else '--no-rename',
+            '--divert', '/' + rel + D.DISTRIB, '--add', '/' + rel]
+
+
+def _divert(root):
+    """Add the diversions; returns [{path, argv, ran}] (ran False when not live: the argv it would run)."""
+    done = []
+    for rel, _kind in D.STANDINS:
+        path = os.path.join(root, rel)
+        if D.is_standin(path):
+            os.remove(path)
+        unowned = os.path.isfile(path) and not os.path.islink(path)
+        argv = diversion_argv(rel, unowned)
+        entry = {'path': '/' + rel, 'argv': argv, 'ran': False}
+        if live(root):
+            truename = _command(['dpkg-divert', '--truename', '/' + rel]).strip()
+            if truename == '/' + rel + D.DISTRIB:
+                entry['already'] = True
+            elif truename != '/' + rel:
+                raise InstallError('/%s is already diverted to %s' % (rel, truename))
+            else:
+                _command(argv)
+                entry['ran'] = True
+        done.append(entry)
+    return done
+
+
+def _install_lib(root, python, bare):
+    """The simulator's modules under LIB (GPU processes, driver emulation); on a bare node also the
+    stand-ins, the hooks and the boot unit."""
+    changed = False
+    files = [(os.path.join(LIB, name), _source(name), 0o644) for name in LIB_MODULES]
+    if bare:
+        if D.is_standin(os.path.join(root, NVIDIA_SMI)):       # a replayed install before: no nvidia-smi now
+            os.remove(os.path.join(root, NVIDIA_SMI))
+            changed = True
+        files += [(os.path.join(LIB, name), script(python, source), 0o755) for name, source in STANDIN_SOURCES]
+        files += [(DPKG_HOOK, DPKG_HOOK_TEXT.encode(), 0o644), (APT_HOOK, APT_HOOK_TEXT.encode(), 0o644),
+                  (UNIT, UNIT_TEXT.encode(), 0o644)]
+    for rel, content, mode in files:
+        path = os.path.join(root, rel)
+        if not _same_file(content, path) or stat.S_IMODE(os.stat(path).st_mode) != mode:
+            _write_exec(content, path)
+            os.chmod(path, mode)
+            changed = True
+    wants = os.path.join(root, UNIT_WANTS)
+    if bare and not os.path.islink(wants):
+        if not os.path.isdir(os.path.dirname(wants)):
+            os.makedirs(os.path.dirname(wants))
+        os.symlink('../' + UNIT_NAME, wants)
+        changed = True
+    return changed
+
+
+def _source(name):
+    with open(os.path.join(HERE, name), 'rb') as handle:
+        return handle.read()
+
+
+def _finish_bare(root, changed):
+    """Diversions, systemd reload, then the stand-ins and a boot as the node would do it."""
+    diversions = _divert(root)
+    if live(root) and os.path.isdir('/run/systemd/system'):
+        _command(['systemctl', 'daemon-reload'])
+    env = {'GPUOPS_SIM_ROOT': root}
+    sync = N.run(['sync'], env, prog='gpuops-sim')
+    if sync.rc != 0:
+        raise InstallError(sync.err.strip())
+    booted = None
+    if changed or not os.path.isfile(os.path.join(root, D.BOOT_JSON)):
+        result = N.run(['boot'], env, prog='gpuops-sim')
+        if result.rc != 0:
+            raise InstallError(result.err.strip())
+        booted = json.loads(result.out)
+    return {'bare': True, 'driver': 'emulated', 'diversions': diversions, 'sync': json.loads(sync.out),
+            'boot': booted, 'lib': os.path.join(root, LIB), 'proc_root': os.path.join(root, D.PROC_ROOT),
+            'driver_json': os.path.join(root, D.DRIVER_JSON),
+            'hooks': [os.path.join(root, DPKG_HOOK), os.path.join(root, APT_HOOK)], 'unit': os.path.join(root, UNIT)}
+
+
+def uninstall_bare(root='/'):
+    """Remove the stand-ins, the diversions (a package's file goes back in place), hooks and unit."""
     removed = []
+    if D is None:
+        raise InstallError('removing a bare install needs sim_driver.py beside install_node.py')
+    for rel, _kind in D.STANDINS:
+        path = os.path.join(root, rel)
+        if D.is_standin(path):
+            os.remove(path)
+            removed.append(path)
+        if live(root) and _command(['dpkg-divert', '--truename', '/' + rel]).strip() == '/' + rel + D.DISTRIB:
+            _command(['dpkg-divert', '--rename', '--remove', '/' + rel])
+            removed.append('diversion of /' + rel)
+    for rel in (DPKG_HOOK, APT_HOOK, UNIT_WANTS, UNIT):
+        path = os.path.join(root, rel)
+        if os.path.lexists(path):
+            os.remove(path)
+            removed.append(path)
+    for rel in (LIB, RUN_DIR, ETC_DIR):
+        path = os.path.join(root, rel)
+        if os.path.lexists(path):
+            shutil.rmtree(path)
+            removed.append(path)
+    if removed and live(root) and os.path.isdir('/run/systemd/system'):
+        _command(['systemctl', 'daemon-reload'])
+    return {'removed': removed}
+
+
+def uninstall(root='/'):
+    removed = uninstall_bare(root)['removed'] if os.path.lexists(os.path.join(root, UNIT)) else []
     for rel in (NVIDIA_SMI, ADMIN, STATE, STATE + '.lock'):
         path = os.path.join(root, rel)
         if os.path.lexists(path):
             os.remove(path)
             removed.append(path)
-    for rel in (PROFILE, SYSFS):
+    for rel in (PROFILE, SYSFS, LIB):
         path = os.path.join(root, rel)
         if os.path.lexists(path):
             shutil.rmtree(path)
@@ -153,9 +355,15 @@ def main(argv=None):
     parser.add_argument('--python', default='/usr/bin/python3', help='interpreter for the nvidia-smi shebang')
     parser.add_argument('--keep-state', action='store_true', help='keep /var/lib/gpuops-sim/state.json')
     parser.add_argument('--uninstall', action='store_true', help='remove what an install wrote')
+    parser.add_argument('--bare', action='store_true',
+                        help='no NVIDIA user space: stand-ins diverted under the real packages, emulated driver')
     args = parser.parse_args(argv)
     if args.uninstall:
-        print(json.dumps(uninstall(args.root), sort_keys=True))
+        try:
+            print(json.dumps(uninstall(args.root), sort_keys=True))
+        except InstallError as exc:
+            print('install_node: %s' % exc, file=sys.stderr)
+            return 1
         return 0
     if not args.profile:
         parser.error('--profile is required')
@@ -165,8 +373,8 @@ def main(argv=None):
     if not os.path.isfile(os.path.join(profile, 'profile.yml')):  # committed or unpacked profile
         parser.error('%s is not a simulator profile (no profile.yml)' % profile)
     try:
-        summary = install(profile, args.root, args.fault, args.python, args.keep_state)
-    except F.FaultError as exc:
+        summary = install(profile, args.root, args.fault, args.python, args.keep_state, args.bare)
+    except (F.FaultError, InstallError) as exc:
         print('install_node: %s' % exc, file=sys.stderr)
         return 1
     print(json.dumps(summary, sort_keys=True))

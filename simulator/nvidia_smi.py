@@ -16,7 +16,9 @@ paths), ``GPUOPS_SIM_PROFILE`` (profile directory), ``GPUOPS_SIM_STATE``
 (state file), ``GPUOPS_SIM_ALLOW_NONROOT=1`` (setters do not require root).
 
 Invoked as ``gpuops-sim`` (same file, other name) it is the simulator's admin
-tool: ``reboot``, ``busy``/``idle``, ``state``, ``reset-state``.
+tool: ``reboot``, ``busy``/``idle``, ``state``, ``reset-state``, ``boot``, ``sync``.
+On a bare node (``sim/runtime.json`` ``"driver": "emulated"``) it answers only
+while an emulated module is loaded (simulator/sim_driver.py).
 
 Stdlib only; Python 3.8+.
 """
@@ -33,6 +35,17 @@ import sys
 import tempfile
 import uuid
 import xml.etree.ElementTree as ET
+
+try:  # driver emulation and GPU processes (simulator/sim_driver.py), optional for replayed nodes
+    from . import sim_driver as D
+except ImportError:  # run as a script: beside this file, or installed under the simulator's lib directory
+    D = None
+    for _lib in (os.path.dirname(os.path.realpath(__file__)),
+                 os.path.join(os.environ.get('GPUOPS_SIM_ROOT') or '/', 'usr/share/gpuops-sim/lib')):
+        if os.path.isfile(os.path.join(_lib, 'sim_driver.py')):
+            sys.path.insert(0, _lib)
+            import sim_driver as D  # noqa: E402
+            break
 
 SIM_VERSION = 1
 DEFAULT_PROFILE = 'usr/share/gpuops-sim/profile'
@@ -573,6 +586,9 @@ def apply_state(block, gpu_state, table):
         gis = gpu_state.get('gpu_instances') or [] if gpu_state.get('mig_current') == 'Enabled' else []
         bar1 = _mib(get_value(block, 'bar1_memory_usage/total'))
         block = replace_element(block, 'mig_devices', _mig_devices_element(indent, unit, table, gis, bar1))
+    if gpu_state.get('processes') and D is not None and has_element(block, 'processes'):
+        block = replace_element(block, 'processes', D.processes_element(
+            element_indent(block, 'processes'), block_unit(block), gpu_state['processes']))
     return block
 
 
@@ -1271,6 +1287,15 @@ class Nvsmi(object):
         failure = self.profile.failure()
         if failure:
             return Result(int(failure.get('rc', RC_DRIVER)), failure.get('stdout', ''), failure.get('stderr', ''))
+        if self.profile.runtime.get('driver') == 'emulated':
+            if D is None:
+                return Result(RC_OTHER, '', 'gpuops-sim: driver emulation needs sim_driver.py\n')
+            gate = D.nvsmi_gate(D.sim_root())
+            if isinstance(gate, tuple):
+                return Result(*gate)
+            for tag in ('driver_version', 'cuda_version'):
+                if has_element(self.profile.xml.head, tag):
+                    self.profile.xml.head = set_value(self.profile.xml.head, tag, gate[tag] or 'N/A')
         try:
             return self._dispatch(list(argv))
         except Exit as exc:
@@ -1791,13 +1816,14 @@ def render_table(profile, state, gpus, blocks):
             lines.append('|' + ' ' * 18 + '|' + '0MiB'.rjust(21) + ' / ' + ('%dMiB' % bar1).rjust(8) + '  |'
                          + ' ' * 11 + '|' + ' ' * 23 + '|')
             lines.append(mig_sep)
+    procs = [r for g in gpus if D is not None for r in D.process_rows(g.index, state.gpu(g.bus_id).get('processes') or [])]
     lines += ['', rule,
               '| Processes:                                                                              |',
               '|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |',
               '|        ID   ID                                                               Usage      |',
-              '|=========================================================================================|',
-              '|  No running processes found                                                             |',
-              rule]
+              '|=========================================================================================|']
+    lines += procs or ['|  No running processes found                                                             |']
+    lines += [rule]
     return '\n'.join(lines) + '\n'
 
 
@@ -1805,12 +1831,16 @@ def render_table(profile, state, gpus, blocks):
 # gpuops-sim admin tool
 # ---------------------------------------------------------------------------
 
-ADMIN_USAGE = ('usage: gpuops-sim {reboot|busy GPU|idle GPU|state|reset-state|profile}\n'
+ADMIN_USAGE = ('usage: gpuops-sim {reboot|busy GPU [PID [NAME]]|idle GPU|state|reset-state|profile|boot|sync}\n'
                '  reboot       apply pending MIG modes; GPU/compute instances, persistence and compute\n'
-               '               mode return to their boot values (as on a real reboot)\n'
-               '  busy GPU     mark GPU (index) as in use: -mig then only sets the pending mode\n'
-               '  idle GPU     clear the busy mark\n'
-               '  state        print the simulator state (JSON)\n'
+               '               mode return to their boot values (as on a real reboot); on a bare node: boot\n'
+               '  busy GPU     mark GPU (index) as in use: -mig then only sets the pending mode; with PID\n'
+               '               (and NAME, default python3) -q -x also lists that compute process\n'
+               '  idle GPU     clear the busy mark and the processes\n'
+               '  state        print the simulator state (JSON), with the driver state\n'
+               '  boot         bare node: decide which NVIDIA module loads on this boot (newest kernel,\n'
+               '               its DKMS module or the user space), write /run/gpuops-sim, GPU state of a boot\n'
+               '  sync         bare node: place the stand-ins where packages shipped <path>.distrib\n'
                '  reset-state  forget all changes (fresh boot of a freshly installed node)\n'
                '  profile      print the installed profile.yml\n')
 
@@ -1827,12 +1857,24 @@ def admin(argv, profile_dir, state_file):
         if os.path.exists(state_file):
             os.remove(state_file)
         return Result(0, 'gpuops-sim: state reset\n')
+    emulated, out = profile.runtime.get('driver') == 'emulated', 'gpuops-sim: rebooted\n'
+    if cmd in ('boot', 'sync') or (cmd == 'reboot' and emulated):
+        if D is None:
+            return Result(1, '', 'gpuops-sim: %s needs sim_driver.py\n' % cmd)
+        try:
+            done = D.sync(D.sim_root()) if cmd == 'sync' else D.boot(D.sim_root())
+        except (D.DriverError, OSError) as exc:
+            return Result(1, '', 'gpuops-sim: %s: %s\n' % (cmd, exc))
+        cmd, out = 'reboot' if cmd != 'sync' else cmd, json.dumps(done, sort_keys=True) + '\n'
+        if cmd == 'sync' or profile.failure():
+            return Result(0, out)
     if profile.failure():
         return Result(1, '', 'gpuops-sim: profile simulates a failed driver; no GPU state\n')
     state = State(state_file, profile).load(lock=True)
     try:
         if cmd == 'state':
-            return Result(0, json.dumps(state.data, indent=2, sort_keys=True) + '\n')
+            driver = D.status(D.sim_root()) if emulated and D is not None else {'mode': 'replayed'}
+            return Result(0, json.dumps(dict(state.data, driver=driver), indent=2, sort_keys=True) + '\n')
         if cmd == 'reboot':
             boot = State(state_file, profile)._initial()
             for bus_id, st in state.data['gpus'].items():
@@ -1840,17 +1882,28 @@ def admin(argv, profile_dir, state_file):
                 st['mig_current'] = st.get('mig_pending')
                 st['gpu_instances'] = []
                 st['persistence_mode'] = fresh.get('persistence_mode', st.get('persistence_mode'))
+                if emulated and st['persistence_mode'] == 'Enabled':  # a freshly loaded driver: off until set
+                    st['persistence_mode'] = 'Disabled'
                 st['compute_mode'] = fresh.get('compute_mode', st.get('compute_mode'))
-                st['busy'] = False
+                st['busy'], st['processes'] = False, []
             state.save()
-            return Result(0, 'gpuops-sim: rebooted\n')
-        if cmd in ('busy', 'idle') and len(argv) == 2:
+            return Result(0, out)
+        if cmd in ('busy', 'idle') and 2 <= len(argv) <= (4 if cmd == 'busy' else 2):
             try:
                 gpus = select_gpus(profile.gpus(), argv[1])
+                proc = D.new_process(argv[2:]) if len(argv) > 2 and D is not None else None
             except Exit as exc:
                 return exc.result
+            except D.DriverError as exc:
+                return Result(2, '', 'gpuops-sim: %s\n' % exc)
+            if len(argv) > 2 and proc is None:
+                return Result(1, '', 'gpuops-sim: a GPU process needs sim_driver.py\n')
             for gpu in gpus:
-                state.gpu(gpu.bus_id)['busy'] = cmd == 'busy'
+                st = state.gpu(gpu.bus_id)
+                st['busy'] = cmd == 'busy'
+                procs = [] if cmd == 'idle' else [p for p in st.get('processes') or [] if proc is None
+                                                  or p['pid'] != proc['pid']] + ([proc] if proc else [])
+                st['processes'] = procs
             state.save()
             return Result(0, 'gpuops-sim: GPU %s marked %s\n' % (argv[1], cmd))
         return Result(2, ADMIN_USAGE)
