@@ -156,8 +156,9 @@ demo: host collection-link
 # ---------------------------------------------------------------- host
 # What `make demo` and `make test` need from the machine (as root on Debian/Ubuntu): apt packages when a
 # tool is missing, and podman's runtime set to runc (crun fails on hybrid cgroup hosts).
-HOST_APT_PACKAGES := podman runc debootstrap make rsync git shellcheck util-linux python3 python3-venv ca-certificates tar
-HOST_TOOLS := podman runc debootstrap rsync git shellcheck flock python3
+HOST_APT_PACKAGES := podman runc debootstrap make rsync git shellcheck util-linux python3 python3-venv ca-certificates tar \
+                     apt-utils gpg
+HOST_TOOLS := podman runc debootstrap rsync git shellcheck flock python3 apt-ftparchive gpg
 
 host:
 	@missing=""; \
