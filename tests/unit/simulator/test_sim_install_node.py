@@ -117,3 +117,60 @@ def test_uninstall_and_errors(tmp_path, capsys):
     assert not (root / 'usr' / 'share' / 'gpuops-sim' / 'profile').exists()
     assert I.main(['--root', str(root), '--profile', 'pcie-4gpu-roce', '--fault', 'nvlink_down']) == 1
     assert 'no NVLink' in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- --bare
+
+def test_bare_install_writes_no_nvidia_smi(tmp_path):
+    root = tmp_path / 'bare'
+    summary = _install(root, '--profile', 'h100-sxm-8gpu-ib', '--bare')
+    assert summary['changed'] is True and summary['bare'] is True and 'nvidia_smi' not in summary
+    assert not os.path.lexists(str(root / 'usr' / 'bin' / 'nvidia-smi'))
+    assert os.access(str(root / 'usr' / 'local' / 'sbin' / 'gpuops-sim'), os.X_OK)
+    with open(str(root / 'usr' / 'share' / 'gpuops-sim' / 'profile' / 'sim' / 'runtime.json')) as handle:
+        assert json.load(handle)['driver'] == 'emulated'
+    assert summary['proc_root'] == str(root / 'run' / 'gpuops-sim' / 'proc')
+    assert summary['boot']['loaded'] is False and not os.path.exists(summary['driver_json'])
+    # not the node's own root: the diversions are only planned, with the exact commands
+    assert [(d['argv'], d['ran']) for d in summary['diversions']] == [
+        (['dpkg-divert', '--no-rename', '--divert', path + '.distrib', '--add', path], False) for path in (
+            '/usr/lib/nvidia/current/nvidia-smi', '/usr/bin/nvidia-smi', '/usr/bin/nvidia-persistenced',
+            '/usr/bin/nv-fabricmanager')]
+    with open(str(root / 'etc' / 'dpkg' / 'dpkg.cfg.d' / 'gpuops-sim')) as handle:
+        assert 'post-invoke=if [ -x /usr/local/sbin/gpuops-sim ]; then /usr/local/sbin/gpuops-sim sync' in handle.read()
+    with open(str(root / 'etc' / 'apt' / 'apt.conf.d' / '80gpuops-sim')) as handle:
+        assert 'DPkg::Post-Invoke {' in handle.read()
+    unit = root / 'etc' / 'systemd' / 'system' / 'gpuops-sim-driver.service'
+    with open(str(unit)) as handle:
+        text = handle.read()
+    assert 'Before=sysinit.target shutdown.target nvidia-persistenced.service nvidia-fabricmanager.service' in text
+    assert 'ExecStart=/usr/local/sbin/gpuops-sim boot' in text and 'WantedBy=sysinit.target' in text
+    assert os.readlink(str(root / 'etc/systemd/system/sysinit.target.wants/gpuops-sim-driver.service')) == \
+        '../gpuops-sim-driver.service'
+    assert _install(root, '--profile', 'h100-sxm-8gpu-ib', '--bare')['changed'] is False
+    # back to a replayed node: the bare parts go, nvidia-smi comes back
+    summary = _install(root, '--profile', 'h100-sxm-8gpu-ib')
+    assert summary['changed'] is True and os.access(summary['nvidia_smi'], os.X_OK) and not unit.exists()
+    assert not (root / 'etc' / 'dpkg' / 'dpkg.cfg.d' / 'gpuops-sim').exists()
+    _install(root, '--profile', 'h100-sxm-8gpu-ib', '--bare')
+    assert not os.path.lexists(str(root / 'usr' / 'bin' / 'nvidia-smi'))
+    assert I.main(['--uninstall', '--root', str(root)]) == 0
+    left = sorted(os.path.join(d, f)[len(str(root)):] for d, _dirs, files in os.walk(str(root)) for f in files)
+    assert left == []
+
+
+def test_dpkg_divert_failure_is_reported(tmp_path, monkeypatch, capsys):
+    """On the node itself a failing dpkg-divert stops the install with its exit status and message."""
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    (bindir / 'dpkg-divert').write_text('#!/bin/sh\ncase "$1" in --truename) echo "$2";; '
+                                        '*) echo "dpkg-divert: error: cannot divert" >&2; exit 2;; esac\n')
+    (bindir / 'dpkg-divert').chmod(0o755)
+    monkeypatch.setenv('PATH', '%s:%s' % (bindir, os.environ['PATH']))
+    monkeypatch.setattr(I, 'live', lambda root: True)
+    monkeypatch.setattr(os.path, 'isdir', lambda path, _isdir=os.path.isdir: False if path == '/run/systemd/system'
+                        else _isdir(path))
+    assert I.main(['--root', str(tmp_path / 'n'), '--profile', 'pcie-4gpu-roce', '--bare']) == 1
+    err = capsys.readouterr().err
+    assert ('dpkg-divert --no-rename --divert /usr/lib/nvidia/current/nvidia-smi.distrib --add '
+            '/usr/lib/nvidia/current/nvidia-smi failed (exit status 2): dpkg-divert: error: cannot divert') in err
