@@ -191,7 +191,7 @@ def persistenced_stop(root, log, handle, pid=None, restore=True, verbose=False):
     if restore:
         set_persistence('Disabled', None, root)
     if handle is not None:
-        fcntl.lockf(handle.fileno(), fcntl.LOCK_UN)
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
         handle.close()
         if verbose:
             log(syslog.LOG_INFO, 'PID file unlocked.')
@@ -249,7 +249,7 @@ def lock_pid_file(path, pid, log):
         os.makedirs(os.path.dirname(path))
     handle = open(path, 'a+')
     try:
-        fcntl.lockf(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except (IOError, OSError) as exc:
         log(syslog.LOG_ERR, 'Failed to lock PID file: %s' % exc.strerror)
         handle.close()
