@@ -4,29 +4,22 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Driver emulation for bare simulated nodes (``install_node.py --bare``).
 
-On a bare node the NVIDIA packages, DKMS and their configuration are real; what
-a container can never do is load a kernel module. This module emulates that:
+The NVIDIA packages, DKMS and their configuration are real on a bare node; loading a kernel module is
+what a container can never do, so it is emulated: ``boot()`` decides which module loads (the newest
+installed Debian kernel's DKMS-built ``nvidia*.ko`` and its ``.modinfo``, or the installed user space
+without DKMS) and writes ``/run/gpuops-sim/driver.json`` and ``/run/gpuops-sim/proc/driver/nvidia/version``;
+``sync()`` places the stand-ins under the files packages ship (diverted to ``<path>.distrib``);
+``nvsmi_gate()`` is what nvidia-smi checks first (exit 9, 12 or 18 as the real one). Also the GPU
+processes of ``gpuops-sim busy N PID NAME``. Paths are under ``GPUOPS_SIM_ROOT`` (default ``/``);
+dpkg queries go through one injectable function. See simulator/README.md.
 
-* ``boot()`` decides, as the kernel would at boot, which NVIDIA module loads
-  (the newest installed Debian kernel, its DKMS-built ``nvidia*.ko`` and that
-  file's ``.modinfo``; or the installed user space when no module is built) and
-  writes ``/run/gpuops-sim/driver.json`` and a simulated
-  ``/run/gpuops-sim/proc/driver/nvidia/version`` (a fresh tmpfs after a reboot);
-* ``sync()`` places the simulator's stand-ins under the files NVIDIA packages
-  ship (diverted to ``<path>.distrib`` by dpkg-divert) or removes them;
-* ``nvsmi_gate()`` is what the nvidia-smi stand-in checks before answering:
-  no module loaded (exit 9), NVML library missing (exit 12) or a user space of
-  another version than the loaded module (exit 18).
-
-Every path is under ``GPUOPS_SIM_ROOT`` (default ``/``). Queries of the dpkg
-database go through one injectable function (tests replace it).
-
-Stdlib only; Python 3.8+. See simulator/README.md, "Bare nodes and driver emulation".
+Stdlib only; Python 3.8+.
 """
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import functools
 import glob
 import gzip
 import json
@@ -39,6 +32,7 @@ import struct
 import subprocess
 import tempfile
 import time
+from xml.sax.saxutils import escape as xml_escape
 
 LIB_DIR = 'usr/share/gpuops-sim/lib'
 RUN_DIR = 'run/gpuops-sim'
@@ -99,8 +93,7 @@ class DriverError(Exception):
 
 
 def sim_root(environ=None):
-    env = os.environ if environ is None else environ
-    return env.get('GPUOPS_SIM_ROOT') or '/'
+    return (os.environ if environ is None else environ).get('GPUOPS_SIM_ROOT') or '/'
 
 
 def under(root, rel):
@@ -223,7 +216,7 @@ def dpkg_owner(query, path_or_pattern, with_path=False):
 
 def package_version(query, package):
     rc, out = query(['-W', '-f=${Version}', package])
-    return out.strip() or None if rc == 0 else None
+    return (out.strip() or None) if rc == 0 else None
 
 
 def installed_userspace(query):
@@ -259,13 +252,7 @@ def open_flavour_package(packages):
 def installed_kernels(root):
     names = [os.path.basename(p)[len('vmlinuz-'):] for p in glob.glob(under(root, 'boot/vmlinuz-*'))]
     names = [n for n in names if n and not n.endswith(('.dpkg-tmp', '.dpkg-new', '.bak'))]
-    ordered = []
-    for name in names:
-        pos = 0
-        while pos < len(ordered) and version_compare(ordered[pos], name) < 0:
-            pos += 1
-        ordered.insert(pos, name)
-    return ordered
+    return sorted(names, key=functools.cmp_to_key(version_compare))
 
 
 def booted_kernel(root, uname_release=None):
@@ -460,10 +447,9 @@ def proc_version_text(decision):
 
 
 def write_file(path, content, mode=0o644):
-    directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        os.makedirs(directory)
-    fd, tmp = tempfile.mkstemp(prefix='.gpuops-sim.', dir=directory)
+    if not os.path.isdir(os.path.dirname(path)):
+        os.makedirs(os.path.dirname(path))
+    fd, tmp = tempfile.mkstemp(prefix='.gpuops-sim.', dir=os.path.dirname(path))
     with os.fdopen(fd, 'wb') as handle:
         handle.write(content if isinstance(content, bytes) else content.encode('utf-8'))
     os.chmod(tmp, mode)
@@ -501,10 +487,9 @@ def loaded(root='/'):
 
 def status(root='/', query=None):
     """What ``gpuops-sim state`` shows under "driver"."""
-    boot_path = under(root, BOOT_JSON)
     last = None
-    if os.path.isfile(boot_path):
-        with open(boot_path) as handle:
+    if os.path.isfile(under(root, BOOT_JSON)):
+        with open(under(root, BOOT_JSON)) as handle:
             last = json.load(handle)
     return {'mode': 'emulated', 'loaded': loaded(root), 'last_boot': last,
             'userspace': installed_userspace(query or dpkg_query(root)),
@@ -587,15 +572,11 @@ def processes_element(indent, unit, processes):
                   i2 + '<compute_instance_id>N/A</compute_instance_id>',
                   i2 + '<pid>%d</pid>' % proc['pid'],
                   i2 + '<type>C</type>',
-                  i2 + '<process_name>%s</process_name>' % _xml_escape(proc['name']),
+                  i2 + '<process_name>%s</process_name>' % xml_escape(proc['name']),
                   i2 + '<used_memory>%d MiB</used_memory>' % proc['used_memory_mib'],
                   i1 + '</process_info>']
     lines.append(indent + '</processes>')
     return '\n'.join(lines)
-
-
-def _xml_escape(text):
-    return text.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
 
 
 def process_rows(gpu_index, processes):
@@ -614,7 +595,7 @@ def process_rows(gpu_index, processes):
 
 def new_process(argv, default_mib=1024):
     """``busy N [PID [NAME]]`` arguments -> a process record, or None without a PID."""
-    if len(argv) < 1:
+    if not argv:
         return None
     if not argv[0].isdigit():
         raise DriverError('busy: PID must be a number, not %r' % argv[0])
