@@ -227,12 +227,19 @@ def diversion_argv(rel, path_exists_unowned=False):
             '--divert', '/' + rel + D.DISTRIB, '--add', '/' + rel]
 
 
+def _ours(root, rel):
+    """A stand-in the simulator wrote at ``rel``, not a package's file (some packages ship scripts too)."""
+    if not D.is_standin(os.path.join(root, rel)):
+        return False
+    return not (live(root) and D.dpkg_owner(D.dpkg_query('/'), '/' + rel))
+
+
 def _divert(root):
     """Add the diversions; returns [{path, argv, ran}] (ran False when not live: the argv it would run)."""
     done = []
     for rel, _kind in D.STANDINS:
         path = os.path.join(root, rel)
-        if D.is_standin(path):
+        if _ours(root, rel):
             os.remove(path)
         unowned = os.path.isfile(path) and not os.path.islink(path)
         argv = diversion_argv(rel, unowned)
@@ -256,7 +263,7 @@ def _install_lib(root, python, bare):
     changed = False
     files = [(os.path.join(LIB, name), _source(name), 0o644) for name in LIB_MODULES]
     if bare:
-        if D.is_standin(os.path.join(root, NVIDIA_SMI)):       # a replayed install before: no nvidia-smi now
+        if _ours(root, NVIDIA_SMI):       # a replayed install before: no nvidia-smi now
             os.remove(os.path.join(root, NVIDIA_SMI))
             changed = True
         files += [(os.path.join(LIB, name), script(python, source), 0o755) for name, source in STANDIN_SOURCES]
