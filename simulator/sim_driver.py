@@ -232,8 +232,9 @@ def installed_packages(query):
     rc, out = query(['-W', '-f=${db:Status-Abbrev} ${Package}\n'])
     if rc != 0:
         return []
+    # installed: wanted install (ii) or held (hi)
     return sorted(line.split()[1] for line in out.splitlines() if len(line.split()) == 2
-                  and line.split()[0].startswith('ii'))
+                  and line.split()[0][:2] in ('ii', 'hi'))
 
 
 def open_flavour_package(packages):
@@ -462,6 +463,9 @@ def boot(root='/', query=None, uname_release=None):
     decision['booted_at'] = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
     decision['proc_root'] = '/' + PROC_ROOT
     write_file(under(root, BOOT_JSON), json.dumps(decision, indent=2, sort_keys=True) + '\n')
+    # the proc tree exists on every boot, as /proc does; driver/nvidia only while a module is loaded
+    if not os.path.isdir(under(root, PROC_ROOT)):
+        os.makedirs(under(root, PROC_ROOT))
     if decision['loaded']:
         write_file(under(root, PROC_VERSION), proc_version_text(decision))
         write_file(under(root, DRIVER_JSON), json.dumps(decision, indent=2, sort_keys=True) + '\n')

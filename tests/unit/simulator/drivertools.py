@@ -91,7 +91,8 @@ class FakeDpkg(object):
         if args[:2] == ['-W', '-f=${Version}']:
             return (0, self.packages[args[2]]) if args[2] in self.packages else (1, '')
         if args[0] == '-W':
-            return 0, ''.join('ii  %s\n' % name for name in sorted(self.packages))
+            held = getattr(self, 'held', ())
+            return 0, ''.join('%s  %s\n' % ('hi' if name in held else 'ii', name) for name in sorted(self.packages))
         return 2, ''
 
     def script(self, path):

@@ -124,7 +124,17 @@ def test_userspace_only_loads_the_package_version(tmp_path):
     decision = D.decide(root, query=dpkg)
     assert decision['kernel_module'] == 'open' and decision['flavour_from'] == 'nvidia-open-kernel-dkms'
     assert parse_driver_version(D.proc_version_text(decision))['kernel_module'] == 'open'
+    dpkg.held = {'nvidia-open-kernel-dkms'}                         # held (apt-mark hold) is installed too
+    assert D.decide(root, query=dpkg)['kernel_module'] == 'open'
     assert D.decide(root, query=FakeDpkg())['loaded'] is False
+
+
+def test_boot_always_creates_the_proc_root(tmp_path):
+    root = str(tmp_path)
+    decision = D.boot(root, query=FakeDpkg(), uname_release='6.18.44-test')
+    assert decision['loaded'] is False
+    assert os.path.isdir(os.path.join(root, D.PROC_ROOT))
+    assert not os.path.exists(os.path.join(root, D.PROC_VERSION))
 
 
 def test_blacklist_and_unreadable_modules_load_nothing(tmp_path):
