@@ -135,11 +135,21 @@ def test_inventory(tmp_path):
     assert all_vars['gpuops_reboot_command'] == 'systemctl reboot'
     assert all_vars['gpuops_reboot_boot_time_command'] == 'cut -d" " -f22 /proc/1/stat'
     assert '--restart=always' in D.PODMAN_RUN_OPTIONS
+    # the rollout installs the driver on the bare nodes, from the repository copied into them, and reboots them
+    assert all_vars['gpuops_roles'] == [{'name': 'nvidia_driver'}]
+    assert all_vars['gpuops_reboot_ok'] is True
+    assert all_vars['nvidia_driver_source'] == 'mirror'
+    assert all_vars['nvidia_driver_repo_url'] == 'file:///srv/gpuops-nvidia-repo/repo/'
+    assert all_vars['nvidia_driver_repo_key_url'] == 'file:///srv/gpuops-nvidia-repo/key.asc'
+    assert all_vars['gpuops_proc_root'] == all_vars['nvidia_driver_proc_root'] == '/run/gpuops-sim/proc'
     for name in PROFILE_NAMES:
         meta = B.load_yaml(open(os.path.join(profile_path(name), 'profile.yml')).read())
         group = yaml.safe_load(open(os.path.join(inventory, 'group_vars', meta['node_class'] + '.yml')))
         assert group == {'gpuops_node_class': meta['node_class'],
-                         'gpuops_node_class_profile': meta['expected_node_class']}
+                         'gpuops_node_class_profile': dict(meta['expected_node_class'], driver_version='580.*',
+                                                           persistence_mode='Enabled')}
+    without = D.write_inventory(nodes, str(tmp_path / 'plain'), '/reports', driver=False)
+    assert 'gpuops_roles' not in yaml.safe_load(open(os.path.join(without, 'group_vars', 'all.yml')))
 
 
 @pytest.mark.parametrize('before, after', [
