@@ -150,6 +150,29 @@ def check_request(request, facts):
     return packages, flavour, reason
 
 
+def guard_processes(facts, current_version, action):
+    """Refuse to change a driver that is in use: GPU processes run, or a module is loaded and nvidia-smi cannot say
+    which processes run (a version mismatch, a wedged GPU). A driver this source did not install counts too."""
+    present = current_version or facts.get('driver_installed_version') or facts.get('kernel_module')
+    if not present:
+        return
+    what = current_version or facts.get('driver_installed_version') or facts.get('driver_version') or 'loaded'
+    processes = facts.get('gpu_processes') or []
+    if processes:
+        raise PlanError('nvidia_driver_force',
+                        'GPU processes are running (%s): refusing to %s the installed driver %s; stop them, or set '
+                        'nvidia_driver_force: true'
+                        % (', '.join('pid %s %s on GPU %s' % (p.get('pid'), p.get('name'), p.get('gpu'))
+                                     for p in processes), action, what))
+    if facts.get('kernel_module') and not facts.get('driver_loaded'):
+        error = facts.get('driver_error') or {}
+        raise PlanError('nvidia_driver_force',
+                        'the NVIDIA kernel module is loaded but nvidia-smi cannot list the GPU processes (%s): '
+                        'refusing to %s the driver %s without knowing whether GPUs are in use; set '
+                        'nvidia_driver_force: true to go on' % (error.get('message') or error.get('kind') or 'no answer',
+                                                                action, what))
+
+
 def plan(request, node):
     """The role's plan; see the module documentation of nvidia_driver_plan for every key."""
     facts = node.get('facts') or {}
@@ -180,13 +203,8 @@ def plan(request, node):
         raise PlanError('nvidia_driver_allow_downgrade',
                         'the installed driver %s is newer than the requested %s; a downgrade needs '
                         'nvidia_driver_allow_downgrade: true' % (current_version, target_version))
-    processes = facts.get('gpu_processes') or []
-    if action != 'none' and current is not None and processes and not request.get('force'):
-        raise PlanError('nvidia_driver_force',
-                        'GPU processes are running (%s): refusing to %s the installed driver %s; stop them, or set '
-                        'nvidia_driver_force: true'
-                        % (', '.join('pid %s %s on GPU %s' % (p.get('pid'), p.get('name'), p.get('gpu'))
-                                     for p in processes), action, current_version))
+    if action != 'none' and not request.get('force'):
+        guard_processes(facts, current_version, action)
     fabric = fabricmanager(request, facts, node, target_version)
     fm_install, fm_remove = fabricmanager_changes(fabric, installed)
     extra_install, extra_hold = extras(request.get('extra_packages'), installed, target, action)
@@ -224,6 +242,10 @@ def fabricmanager(request, facts, node, target_version):
     """Whether the fabric manager is wanted, its package and the package version (exactly the driver's)."""
     mode = request.get('fabricmanager') or 'auto'
     count = facts.get('nvswitch_count')
+    if mode == 'auto' and count is None:
+        raise PlanError('nvidia_driver_fabricmanager',
+                        'auto needs the NVSwitch count from the PCI bus, which could not be read (check '
+                        'nvidia_driver_sysfs_root); set present or absent')
     wanted = mode == 'present' or (mode == 'auto' and bool(count))
     result = {'wanted': wanted, 'nvswitch_count': count, 'package_version': None,
               'package': fabricmanager_name(request.get('fabricmanager_packages'), V.branch_of(target_version))}

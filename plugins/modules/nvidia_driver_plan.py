@@ -211,7 +211,16 @@ dkms:
   type: list
   elements: dict
 dkms_build_errors:
-  description: The first error lines of each driver module's DKMS C(make.log), keyed C(module/version).
+  description:
+    - The first error lines of the DKMS C(make.log) of each driver module version that is not installed for the
+      kernel the node boots, keyed C(module/version).
+  returned: always
+  type: dict
+kernels:
+  description:
+    - C(boot), the kernel the node boots next (the newest C(/boot/vmlinuz-*) by dpkg's version order, rescue images
+      left out), C(running), the running kernel, and C(headers_for), those of the two that are in C(/boot), for which
+      DKMS must build the module.
   returned: always
   type: dict
 variable:
@@ -222,16 +231,19 @@ variable:
 
 import glob
 import os
+import platform
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.node.plugins.module_utils import dkms as D
 from ansible_collections.gpuops.node.plugins.module_utils import packages as P
+from ansible_collections.gpuops.node.plugins.module_utils import versions as V
 from ansible_collections.gpuops.node.plugins.module_utils.driver_plan import (PlanError, check_request,
                                                                               expand_packages, fabricmanager_name, plan)
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
 
 DKMS_TREE = '/var/lib/dkms'
+BOOT = '/boot'
 
 
 class PackageManager(object):
@@ -286,13 +298,25 @@ def read_dkms(module, names):
     for name in names:
         for log in sorted(glob.glob(os.path.join(DKMS_TREE, name, '*', 'build', 'make.log'))):
             version = log.split(os.sep)[-3]
-            if any(e['version'] == version and e['status'] == 'installed' for e in entries):
+            boot = boot_kernels(platform.release())['boot']
+            if any(e['version'] == version and e['status'] == 'installed' and e['kernel'] in (boot, None)
+                   for e in entries):
                 continue
             with open(log, 'rb') as handle:
                 found = D.build_errors(handle.read().decode('utf-8', 'replace'))
             if found:
                 errors['%s/%s' % (name, version)] = found
     return entries, errors
+
+
+def boot_kernels(running):
+    """{boot, running, headers_for}: the kernel the node boots next (the newest in /boot, by dpkg's order; rescue
+    images left out), the running one, and those two that are in /boot: the kernels DKMS must build for."""
+    names = [n[len('vmlinuz-'):] for n in os.listdir(BOOT) if n.startswith('vmlinuz-')] if os.path.isdir(BOOT) else []
+    names = [n for n in names if 'rescue' not in n]
+    boot = sorted(names, key=V.DpkgKey)[-1] if names else None
+    headers = [k for k in ([boot] + ([running] if running in names else [])) if k]
+    return {'boot': boot, 'running': running, 'headers_for': sorted(set(headers), key=V.DpkgKey)}
 
 
 def main():
@@ -344,7 +368,8 @@ def main():
     installed = manager.installed(names + fm_names)
     held = manager.held()
     dkms, dkms_errors = read_dkms(module, params['dkms_modules'])
-    result = dict(changed=False, installed=installed, held=held, dkms=dkms, dkms_build_errors=dkms_errors, plan={})
+    result = dict(changed=False, installed=installed, held=held, dkms=dkms, dkms_build_errors=dkms_errors, plan={},
+                  kernels=boot_kernels(platform.release()))
     if params['mode'] == 'inspect':
         module.exit_json(**result)
     available = dict((flavour, manager.available(packages[flavour][0])) for flavour in ('open', 'proprietary'))

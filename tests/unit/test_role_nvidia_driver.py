@@ -47,7 +47,10 @@ def test_os_vars_describe_every_source_alike():
             assert name.startswith('__nvidia_driver_'), (path, name)
         for source, spec in data['__nvidia_driver_sources'].items():
             assert source in choices, (path, source)
-            assert sorted(spec) == ['dkms_modules', 'fabricmanager', 'packages', 'persistenced'], (path, source)
+            keys = sorted(set(spec) - {'module_names'})
+            assert keys == ['dkms_modules', 'fabricmanager', 'packages', 'persistenced'], (path, source)
+            for flavour, names in (spec.get('module_names') or {}).items():
+                assert flavour in ('open', 'proprietary') and all(n.startswith('nvidia') for n in names), (path, source)
             assert sorted(spec['packages']) == ['open', 'proprietary'], (path, source)
             # the first package of each flavour is the kernel module package that decides the version
             assert 'dkms' in spec['packages']['open'][0] and 'dkms' in spec['packages']['proprietary'][0], (path, source)

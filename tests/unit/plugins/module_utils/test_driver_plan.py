@@ -106,6 +106,32 @@ def test_gpu_processes_refuse_a_change_unless_forced():
     assert plan(request(force=True), node(installed=installed_at(OLD), processes=procs))['action'] == 'upgrade'
     # nothing to change: processes do not matter
     assert plan(request(version='580.126.20'), node(installed=installed_at(OLD), processes=procs))['action'] == 'none'
+    # a driver this source did not install (a runfile, other packages) is guarded too
+    other = node(processes=procs)
+    other['facts'].update(driver_installed_version='535.154.05', kernel_module='proprietary', driver_loaded=True)
+    with pytest.raises(PlanError) as info:
+        plan(request(), other)
+    assert 'the installed driver 535.154.05' in str(info.value)
+
+
+def test_unreadable_processes_refuse_a_change_unless_forced():
+    blind = node(installed=installed_at(OLD))
+    blind['facts'].update(kernel_module='open', driver_version='580.126.20', driver_loaded=False,
+                          driver_error={'kind': 'nvml_mismatch', 'message': 'Driver/library version mismatch'})
+    with pytest.raises(PlanError) as info:
+        plan(request(), blind)
+    assert info.value.variable == 'nvidia_driver_force'
+    assert 'cannot list the GPU processes (Driver/library version mismatch)' in str(info.value)
+    assert plan(request(force=True), blind)['action'] == 'upgrade'
+
+
+def test_unread_nvswitch_count_is_not_zero():
+    unread = node()
+    unread['facts']['nvswitch_count'] = None
+    with pytest.raises(PlanError) as info:
+        plan(request(), unread)
+    assert info.value.variable == 'nvidia_driver_fabricmanager'
+    assert plan(request(fabricmanager='absent'), unread)['fabricmanager']['wanted'] is False
 
 
 def test_flavour_switch_removes_the_other():
