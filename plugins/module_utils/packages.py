@@ -67,15 +67,28 @@ def read_installed_driver(run, which):
 # What the package manager offers, has installed and holds (read by gpuops.node.nvidia_driver_plan)
 # ---------------------------------------------------------------------------------------------------------------
 
-def parse_madison(text, package):
-    """Versions of ``package`` in ``apt-cache madison PACKAGE`` output, in the order printed.
+def apt_origin(url):
+    """How ``apt-cache madison`` names a repository URL: ``file:///srv/repo/`` -> ``file:/srv/repo``."""
+    url = (url or '').rstrip('/')
+    if url.startswith('file://'):
+        return 'file:' + url[len('file://'):]
+    return url
+
+
+def parse_madison(text, package, origin=None):
+    """Versions of ``package`` in ``apt-cache madison PACKAGE`` output, in the order printed; with ``origin`` (a
+    repository URL), only those that repository offers (other sources may carry the same package names).
 
     `` nvidia-driver | 535.216.01-1~deb12u1 | http://deb.debian.org/debian bookworm/non-free amd64 Packages``
     """
+    prefix = apt_origin(origin) if origin else None
     found = []
     for line in (text or '').splitlines():
         parts = [p.strip() for p in line.split('|')]
-        if len(parts) >= 3 and parts[0] == package and parts[1] and parts[1] not in found:
+        if len(parts) < 3 or parts[0] != package or not parts[1] or parts[1] in found:
+            continue
+        where = parts[2].split()[0].rstrip('/') if parts[2].split() else ''
+        if prefix is None or where == prefix:
             found.append(parts[1])
     return found
 

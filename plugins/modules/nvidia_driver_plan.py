@@ -100,6 +100,11 @@ options:
         description: Installed and held at the driver's package version (else installed when missing).
         type: bool
         default: false
+  repo_url:
+    description:
+      - The repository the driver comes from (C(cuda_repo), C(mirror)); only versions it offers count, as other
+        apt sources (Debian's non-free) carry packages of the same names. Unset for C(distro). apt only.
+    type: str
   source:
     description: The role's source (C(distro), C(cuda_repo), C(mirror)), named in messages.
     type: str
@@ -259,9 +264,9 @@ class PackageManager(object):
             self.module.fail_json(msg='%s failed (exit %d): %s' % (' '.join(argv), rc, (err or out).strip()))
         return rc, out
 
-    def available(self, package):
+    def available(self, package, origin=None):
         if self.apt:
-            return P.parse_madison(self.run(['apt-cache', 'madison', package])[1], package)
+            return P.parse_madison(self.run(['apt-cache', 'madison', package])[1], package, origin)
         _rc, out = self.run(['dnf', '-q', 'repoquery', '--available', '--qf',
                              '%{name} %{epoch}:%{version}-%{release}', package])
         return P.parse_repoquery(out, package)
@@ -331,6 +336,7 @@ def main():
             extra_packages=dict(type='list', elements='dict', default=[], options=dict(
                 name=dict(type='str', required=True), versioned=dict(type='bool', default=False))),
             source=dict(type='str'),
+            repo_url=dict(type='str'),
             fabricmanager=dict(type='str', choices=['auto', 'present', 'absent'], default='auto'),
             kernel_module=dict(type='str', choices=['auto', 'open', 'proprietary'], default='auto'),
             branch=dict(type='str'),
@@ -372,7 +378,8 @@ def main():
                   kernels=boot_kernels(platform.release()))
     if params['mode'] == 'inspect':
         module.exit_json(**result)
-    available = dict((flavour, manager.available(packages[flavour][0])) for flavour in ('open', 'proprietary'))
+    origin = params['repo_url'] or None
+    available = dict((flavour, manager.available(packages[flavour][0], origin)) for flavour in ('open', 'proprietary'))
     node = {'facts': params['facts'], 'installed': installed, 'held': held, 'available': available}
     try:
         if params['fabricmanager_packages']:
@@ -381,7 +388,7 @@ def main():
                                   if P.upstream(v)))
             fm_names = sorted(set(n for n in (fabricmanager_name(params['fabricmanager_packages'], b)
                                               for b in branches) if n))
-            node['fabricmanager_available'] = dict((n, manager.available(n)) for n in fm_names)
+            node['fabricmanager_available'] = dict((n, manager.available(n, origin)) for n in fm_names)
             node['installed'].update(manager.installed(fm_names))
         result['plan'] = plan(request, node)
     except PlanError as exc:

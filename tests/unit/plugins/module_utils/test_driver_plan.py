@@ -182,6 +182,10 @@ def test_package_outputs():
                'amd64 Packages\n nvidia-driver | 535.261.03-1 | http://deb.debian.org/debian bookworm/non-free amd64 '
                'Packages\n')
     assert P.parse_madison(madison, 'nvidia-driver') == ['535.309.01-0+deb12u1', '535.261.03-1']
+    assert P.parse_madison(madison, 'nvidia-driver', 'http://deb.debian.org/debian/') == ['535.261.03-1']
+    local = (' nvidia-smi | 580.159.04-1 | file:/srv/gpuops-nvidia-repo/repo  Packages\n'
+             ' nvidia-smi | 535.261.03-1 | http://deb.debian.org/debian bookworm/non-free amd64 Packages\n')
+    assert P.parse_madison(local, 'nvidia-smi', 'file:///srv/gpuops-nvidia-repo/repo/') == ['580.159.04-1']
     status = 'nvidia-smi\t580.126.20-1\tii \nnvidia-kernel-dkms\t580.126.20-1\trc \nlibnvidia-ml1:amd64\t580.126.20-1\thi \n'
     assert P.parse_dpkg_status(status) == {'nvidia-smi': '580.126.20-1', 'libnvidia-ml1': '580.126.20-1'}
     assert P.parse_showhold('nvidia-smi\nlibnvidia-ml1:amd64\n') == ['nvidia-smi', 'libnvidia-ml1']
