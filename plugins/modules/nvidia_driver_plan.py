@@ -289,7 +289,9 @@ class PackageManager(object):
         return P.parse_versionlock(out) if rc == 0 else []
 
 
-def read_dkms(module, names):
+def read_dkms(module, names, boot):
+    """The driver's ``dkms status`` entries, and the first errors of each make.log of a version not installed for
+    ``boot``, the kernel the node boots next."""
     if module.get_bin_path('dkms') is None:
         return [], {}
     rc, out, err = module.run_command(['dkms', 'status'], environ_update={'LC_ALL': 'C'})
@@ -303,7 +305,6 @@ def read_dkms(module, names):
     for name in names:
         for log in sorted(glob.glob(os.path.join(DKMS_TREE, name, '*', 'build', 'make.log'))):
             version = log.split(os.sep)[-3]
-            boot = boot_kernels(platform.release())['boot']
             if any(e['version'] == version and e['status'] == 'installed' and e['kernel'] in (boot, None)
                    for e in entries):
                 continue
@@ -373,9 +374,10 @@ def main():
     fm_names = sorted(set(e['name'] for e in params['fabricmanager_packages'] if '{branch}' not in e['name']))
     installed = manager.installed(names + fm_names)
     held = manager.held()
-    dkms, dkms_errors = read_dkms(module, params['dkms_modules'])
+    kernels = boot_kernels(platform.release())
+    dkms, dkms_errors = read_dkms(module, params['dkms_modules'], kernels['boot'])
     result = dict(changed=False, installed=installed, held=held, dkms=dkms, dkms_build_errors=dkms_errors, plan={},
-                  kernels=boot_kernels(platform.release()))
+                  kernels=kernels)
     if params['mode'] == 'inspect':
         module.exit_json(**result)
     origin = params['repo_url'] or None

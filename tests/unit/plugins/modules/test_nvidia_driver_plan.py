@@ -1,0 +1,48 @@
+# -*- coding: utf-8 -*-
+"""nvidia_driver_plan's DKMS reading: the make.log errors it reports, judged against the kernel the node boots next."""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+
+from ansible_collections.gpuops.node.plugins.modules import nvidia_driver_plan as M
+
+STATUS = ('nvidia-current/535.261.03, 6.1.0-40-amd64, x86_64: installed\n'
+          'nvidia-current/535.261.03, 6.1.0-41-amd64, x86_64: built\n')
+LOG = "nvidia/nv-pci.c:123:13: error: implicit declaration of function 'pci_resize_resource'\n"
+
+
+class FakeModule(object):
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        return '/usr/sbin/' + name
+
+    def run_command(self, argv, environ_update=None):
+        assert argv == ['dkms', 'status']
+        return 0, STATUS, ''
+
+    def fail_json(self, **kwargs):
+        raise AssertionError(kwargs)
+
+
+def test_make_log_errors_count_for_the_kernel_the_node_boots(tmp_path, monkeypatch):
+    build = tmp_path / 'nvidia-current' / '535.261.03' / 'build'
+    build.mkdir(parents=True)
+    (build / 'make.log').write_text(LOG)
+    monkeypatch.setattr(M, 'DKMS_TREE', str(tmp_path))
+    entries, errors = M.read_dkms(FakeModule(), ['nvidia-current'], '6.1.0-40-amd64')
+    assert [(e['kernel'], e['status']) for e in entries] == [('6.1.0-40-amd64', 'installed'), ('6.1.0-41-amd64', 'built')]
+    assert errors == {}
+    # installed for another kernel only: the build log of the kernel the node boots next is reported
+    entries, errors = M.read_dkms(FakeModule(), ['nvidia-current'], '6.1.0-41-amd64')
+    assert errors == {'nvidia-current/535.261.03': [LOG.strip()]}
+
+
+def test_boot_kernels_newest_without_rescue(tmp_path, monkeypatch):
+    for name in ('vmlinuz-6.1.0-9-amd64', 'vmlinuz-6.1.0-10-amd64', 'vmlinuz-0-rescue-abc', 'config-6.1.0-10-amd64'):
+        (tmp_path / name).write_text('')
+    monkeypatch.setattr(M, 'BOOT', str(tmp_path))
+    assert M.boot_kernels('6.1.0-9-amd64') == {'boot': '6.1.0-10-amd64', 'running': '6.1.0-9-amd64',
+                                               'headers_for': ['6.1.0-9-amd64', '6.1.0-10-amd64']}
+    assert M.boot_kernels('6.18.44-host')['headers_for'] == ['6.1.0-10-amd64']
+    monkeypatch.setattr(M, 'BOOT', os.path.join(str(tmp_path), 'absent'))
+    assert M.boot_kernels('6.18.44-host') == {'boot': None, 'running': '6.18.44-host', 'headers_for': []}
