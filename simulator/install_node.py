@@ -323,33 +323,25 @@ def uninstall_bare(root='/'):
         if live(root) and _command(['dpkg-divert', '--truename', '/' + rel]).strip() == '/' + rel + D.DISTRIB:
             _command(['dpkg-divert', '--rename', '--remove', '/' + rel])
             removed.append('diversion of /' + rel)
-    for rel in (DPKG_HOOK, APT_HOOK, UNIT_WANTS, UNIT):
-        path = os.path.join(root, rel)
-        if os.path.lexists(path):
-            os.remove(path)
-            removed.append(path)
-    for rel in (LIB, RUN_DIR, ETC_DIR):
-        path = os.path.join(root, rel)
-        if os.path.lexists(path):
-            shutil.rmtree(path)
-            removed.append(path)
+    _remove(root, (DPKG_HOOK, APT_HOOK, UNIT_WANTS, UNIT), (LIB, RUN_DIR, ETC_DIR), removed)
     if removed and live(root) and os.path.isdir('/run/systemd/system'):
         _command(['systemctl', 'daemon-reload'])
     return {'removed': removed}
 
 
+def _remove(root, files, trees, removed):
+    """Remove the ``files`` and the directory ``trees`` (paths under ``root``) that exist; append each to ``removed``."""
+    for rels, remove in ((files, os.remove), (trees, shutil.rmtree)):
+        for rel in rels:
+            path = os.path.join(root, rel)
+            if os.path.lexists(path):
+                remove(path)
+                removed.append(path)
+
+
 def uninstall(root='/'):
     removed = uninstall_bare(root)['removed'] if os.path.lexists(os.path.join(root, UNIT)) else []
-    for rel in (NVIDIA_SMI, ADMIN, STATE, STATE + '.lock'):
-        path = os.path.join(root, rel)
-        if os.path.lexists(path):
-            os.remove(path)
-            removed.append(path)
-    for rel in (PROFILE, SYSFS, LIB):
-        path = os.path.join(root, rel)
-        if os.path.lexists(path):
-            shutil.rmtree(path)
-            removed.append(path)
+    _remove(root, (NVIDIA_SMI, ADMIN, STATE, STATE + '.lock'), (PROFILE, SYSFS, LIB), removed)
     return {'changed': bool(removed), 'removed': removed}
 
 
