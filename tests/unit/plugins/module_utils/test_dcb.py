@@ -1,0 +1,155 @@
+# -*- coding: utf-8 -*-
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.gpuops.node.plugins.module_utils import dcb
+from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
+from real_captures import real_text
+from transforms import damage_line, truncate_after_line, with_bom
+
+ALL_OFF = dict((p, False) for p in range(8))
+
+
+def pfc_on(*prios):
+    return dict((p, p in prios) for p in range(8))
+
+# the example in iproute2's dcb-pfc(8) (6.1): `dcb pfc show dev eth0`
+MAN_PFC = 'pfc-cap 8 macsec-bypass off delay 4096\nprio-pfc 0:off 1:off 2:off 3:off 4:off 5:off 6:on 7:on\n'
+NETARBITER = 'dcb/mlnx_qos-i-eth4-mlx5-trust-dscp-pfc3-netarbiter.txt'
+
+
+@pytest.mark.parametrize('text, expected', [
+    (MAN_PFC, {'pfc_cap': 8, 'macsec_bypass': False, 'delay': 4096,
+               'prio_pfc': pfc_on(6, 7)}),
+    # dcb_pfc.c prints every field followed by a space
+    ('pfc-cap 8 macsec-bypass on delay 0 \nprio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off \n',
+     {'pfc_cap': 8, 'macsec_bypass': True, 'delay': 0, 'prio_pfc': pfc_on(3)}),
+    # `dcb pfc show dev X prio-pfc` prints one line
+    ('prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off\n',
+     {'pfc_cap': None, 'macsec_bypass': None, 'delay': None, 'prio_pfc': pfc_on(3)}),
+])
+def test_parse_pfc(text, expected):
+    assert dcb.parse_pfc(text) == expected
+    assert dcb.parse_pfc(with_bom(text)) == expected
+
+
+def test_parse_pfc_with_statistics():
+    text = MAN_PFC + 'requests 0:0 1:0 2:0 3:12 4:0 5:0 6:0 7:0\nindications 0:0 1:0 2:0 3:7 4:0 5:0 6:0 7:0\n'
+    parsed = dcb.parse_pfc(text)
+    assert parsed['requests'][3] == 12 and parsed['indications'][3] == 7
+
+
+@pytest.mark.parametrize('text, line_no', [
+    ('', None),
+    (truncate_after_line(MAN_PFC, 1, keep_chars=30), 2),
+    (damage_line(MAN_PFC, 2, 'prio-pfc 0:off 1:off 2:off 3:off 4:off 5:off 6:on 6:on'), 2),
+    (damage_line(MAN_PFC, 1, 'pfc-cap 8 macsec-bypass maybe delay 4096'), 1),
+    (damage_line(MAN_PFC, 1, 'pfc-cap eight'), 1),
+    (damage_line(MAN_PFC, 1, 'willing on'), 1),
+    (real_text('dcb/debian12-iproute2-6.1-pfc-show-lo-ERROR.txt'), 1),
+    (real_text('dcb/debian12-iproute2-6.1-pfc-show-nonexistent-dev-ERROR.txt'), 1),
+])
+def test_parse_pfc_rejects(text, line_no):
+    with pytest.raises(ParseError) as err:
+        dcb.parse_pfc(text)
+    assert err.value.line_no == line_no
+
+
+@pytest.mark.parametrize('text, expected', [
+    ('', {}),
+    ('\n', {}),
+    # dcb-app(8) examples
+    ('dscp-prio 0:0 24:2 24:3 48:6\n', {0: [0], 24: [2, 3], 48: [6]}),
+    ('dscp-prio 0:0 24:4 48:6 \n', {0: [0], 24: [4], 48: [6]}),
+])
+def test_parse_app_dscp(text, expected):
+    assert dcb.parse_app_dscp(text) == expected
+
+
+@pytest.mark.parametrize('text', [
+    'dscp-prio 0:0 CS3:2 CS3:3 CS6:6\n',     # without -N: symbolic names
+    'dscp-prio 64:0\n',
+    'dscp-prio 24:8\n',
+    'ethtype-prio 0x8906:3\n',
+    real_text('dcb/debian12-iproute2-6.1-app-show-dscp-prio-lo-ERROR.txt'),
+])
+def test_parse_app_dscp_rejects(text):
+    with pytest.raises(ParseError):
+        dcb.parse_app_dscp(text)
+
+
+@pytest.mark.parametrize('parsed, expected', [
+    (None, None),
+    ({'prio_pfc': None}, None),
+    ({'prio_pfc': pfc_on(6, 3)}, [3, 6]),
+    ({'pfc': dict(ALL_OFF)}, []),
+])
+def test_pfc_priorities(parsed, expected):
+    assert dcb.pfc_priorities(parsed) == expected
+
+
+@pytest.mark.parametrize('prios, expected', [
+    ([3], ['prio-pfc', 'all:off', '3:on']),
+    ([], ['prio-pfc', 'all:off']),
+    ((6, 3, 3), ['prio-pfc', 'all:off', '3:on', '6:on']),
+])
+def test_pfc_set_args(prios, expected):
+    assert dcb.pfc_set_args(prios) == expected
+
+
+@pytest.mark.parametrize('mapping, expected', [
+    ({26: 3, 48: 6}, ['dscp-prio', '26:3', '48:6']),
+    ({48: 6, 0: 0, 24: [2, 3]}, ['dscp-prio', '0:0', '24:2', '24:3', '48:6']),
+])
+def test_app_replace_args(mapping, expected):
+    assert dcb.app_replace_args(mapping) == expected
+
+
+def test_args_round_trip_through_the_parsers():
+    mapping = {26: [3], 48: [6]}
+    assert dcb.parse_app_dscp(' '.join(dcb.app_replace_args(mapping))) == mapping
+
+
+@pytest.mark.parametrize('call', [
+    lambda: dcb.pfc_set_args([8]),
+    lambda: dcb.pfc_set_args([True]),
+    lambda: dcb.pfc_set_args(['x']),
+    lambda: dcb.app_replace_args({}),
+    lambda: dcb.app_replace_args({64: 1}),
+    lambda: dcb.app_replace_args({26: 9}),
+])
+def test_args_refuse_bad_values(call):
+    with pytest.raises(ValueError):
+        call()
+
+
+def test_mlnx_qos_ofed4_trust_dscp():
+    parsed = dcb.parse_mlnx_qos(real_text(NETARBITER))
+    assert parsed['trust'] == 'dscp'
+    assert parsed['dcbx_mode'] == 'OS controlled'
+    assert parsed['cable_len'] == 7
+    assert dcb.pfc_priorities(parsed) == [3]
+    assert parsed['dscp2prio'][26] == 3 and parsed['dscp2prio'][48] == 6 and len(parsed['dscp2prio']) == 64
+    assert parsed['buffer'] is None and parsed['buffer_size'] is None and parsed['default_prio'] is None
+    assert parsed['tc'][0] == {'ratelimit': 'unlimited', 'tsa': 'vendor', 'bw': None, 'priorities': [1]}
+    assert sorted(parsed['tc']) == list(range(8))
+
+
+@pytest.mark.parametrize('transform, line_no', [
+    (lambda t: truncate_after_line(t, 14), None),       # cut before the PFC "enabled" row
+    (lambda t: damage_line(t, 7, '        prio:2 dscp:23,22,21,20,19,18,17,16,'), 7),
+    (lambda t: damage_line(t, 2, 'Priority trust state: vlan'), 2),
+    (lambda t: damage_line(t, 15, '        enabled     0   0   0   1   0   0   0'), 15),
+    (lambda t: damage_line(t, 1, 'unexpected banner'), 1),
+])
+def test_mlnx_qos_rejects_damage(transform, line_no):
+    with pytest.raises(ParseError) as err:
+        dcb.parse_mlnx_qos(transform(real_text(NETARBITER)))
+    assert err.value.line_no == line_no
+
+
+def test_mlnx_qos_rejects_dcb_output():
+    with pytest.raises(ParseError):
+        dcb.parse_mlnx_qos(MAN_PFC)
