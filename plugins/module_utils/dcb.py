@@ -155,12 +155,14 @@ def _priority(value):
     return int(value)
 
 
-# mlnx_qos -i X (mlnx-tools' mlnx_qos): the lines seen in MLNX_OFED 4.x-5.x outputs
+# mlnx_qos -i X (mlnx-tools' mlnx_qos): the lines of the real MLNX_OFED 4.x to 23.10 outputs under
+# tests/fixtures/real/dcb/
 _MQ_DCBX_RE = re.compile(r'^DCBX mode:\s*(.+?)\s*$')
-_MQ_TRUST_RE = re.compile(r'^Priority trust (?:state|mode):\s*(\S+)\s*$')
+_MQ_TRUST_RE = re.compile(r'^Priority trust state:\s*(\S+)\s*$')
 _MQ_DSCP_RE = re.compile(r'^prio:([0-7])\s+dscp:((?:[0-9]{2},)*[0-9]{2}),?\s*$')
 _MQ_DEFAULT_PRIO_RE = re.compile(r'^prio:([0-7])\s*$')
-_MQ_BUFSIZE_RE = re.compile(r'^Receive buffer size \(bytes\):\s*((?:[0-9]+,)*[0-9]+),?(?:total_size=([0-9]+))?\s*$')
+_MQ_BUFSIZE_RE = re.compile(r'^Receive buffer size \(bytes\):\s*((?:[0-9]+,)*[0-9]+),?'
+                            r'(?:max_buffer_size=([0-9]+))?\s*$')
 _MQ_CABLE_RE = re.compile(r'^Cable len:\s*([0-9]+)\s*$')
 _MQ_TC_RE = re.compile(r'^tc:\s*([0-7])\s+ratelimit:\s*([^,]+?),\s*tsa:\s*(\w+)(?:,\s*bw:\s*([0-9]+)%)?\s*$')
 _MQ_TC_PRIO_RE = re.compile(r'^priority:\s*((?:[0-7]\s*)+)$')
@@ -169,17 +171,17 @@ _MQ_TC_PRIO_RE = re.compile(r'^priority:\s*((?:[0-7]\s*)+)$')
 def parse_mlnx_qos(text):
     """``mlnx_qos -i X`` -> ``{trust, pfc: {0..7: bool}, dcbx_mode, dscp2prio, buffer, cable_len, tc}``.
 
-    ``trust`` is ``'dscp'`` or ``'pcp'`` (None when the layout has no trust
-    line), ``dscp2prio`` ``{dscp: prio}`` as printed (None without a mapping
+    ``trust`` is ``'dscp'`` or ``'pcp'``, ``dscp2prio`` ``{dscp: prio}`` as printed (None without a mapping
     block; only the DSCPs listed), ``default_prio`` the priorities under
     ``default priority:`` (None when not printed), ``buffer`` the receive
     buffer per priority and ``buffer_size`` the bytes per buffer (None when
-    not printed), ``tc`` ``{tc: {ratelimit, tsa, bw, priorities}}``. The
-    layouts read are those of mlnx-tools in MLNX_OFED 4.x-5.x; any other line,
-    or output without a PFC table, is a ParseError.
+    not printed; ``buffer_max_size`` from a trailing ``max_buffer_size=``),
+    ``tc`` ``{tc: {ratelimit, tsa, bw, priorities}}``. The layouts read are
+    those of mlnx-tools in MLNX_OFED 4.x to 23.10; any other line, or output
+    without a trust state or a PFC table, is a ParseError.
     """
     result = {'trust': None, 'pfc': None, 'dcbx_mode': None, 'dscp2prio': None, 'default_prio': None,
-              'buffer': None, 'buffer_size': None, 'buffer_total_size': None, 'cable_len': None, 'tc': {}}
+              'buffer': None, 'buffer_size': None, 'buffer_max_size': None, 'cable_len': None, 'tc': {}}
     lines = _words(text)
     if not lines:
         raise ParseError(MLNX_QOS_COMMAND, 'empty output')
@@ -222,7 +224,7 @@ def parse_mlnx_qos(text):
         if match:
             result['buffer_size'] = [int(v) for v in match.group(1).split(',')]
             if match.group(2):
-                result['buffer_total_size'] = int(match.group(2))
+                result['buffer_max_size'] = int(match.group(2))
             block = None
             continue
         match = _MQ_CABLE_RE.match(line)
@@ -259,6 +261,8 @@ def parse_mlnx_qos(text):
             result['tc'][tc]['priorities'].extend(int(p) for p in match.group(1).split())
             continue
         raise ParseError(MLNX_QOS_COMMAND, 'not a line of a known mlnx_qos layout', no, raw)
+    if result['trust'] is None:
+        raise ParseError(MLNX_QOS_COMMAND, 'no "Priority trust state" line in the output')
     if result['pfc'] is None:
         raise ParseError(MLNX_QOS_COMMAND, 'no PFC table (priority/enabled) in the output')
     return result

@@ -153,3 +153,47 @@ def test_mlnx_qos_rejects_damage(transform, line_no):
 def test_mlnx_qos_rejects_dcb_output():
     with pytest.raises(ParseError):
         dcb.parse_mlnx_qos(MAN_PFC)
+
+
+def test_mlnx_qos_trust_pcp_with_buffer_row():
+    parsed = dcb.parse_mlnx_qos(real_text('dcb/mlnx_qos-i-ens6-mlx5-trust-pcp-buffer-row.txt'))
+    assert parsed['trust'] == 'pcp'
+    assert parsed['dscp2prio'] is None and parsed['default_prio'] is None
+    assert dcb.pfc_priorities(parsed) == []
+    assert parsed['buffer'] == dict((p, 0) for p in range(8))
+    assert parsed['buffer_size'] == [524160, 0, 0, 0, 0, 0, 0, 0] and parsed['buffer_max_size'] is None
+
+
+def test_mlnx_qos_ofed23_connectx7():
+    parsed = dcb.parse_mlnx_qos(real_text('dcb/mlnx_qos-i-ens4np0-cx7-ofed23.10-trust-dscp-pfc5-max-buffer-size.txt'))
+    assert parsed['trust'] == 'dscp'
+    assert dcb.pfc_priorities(parsed) == [5]
+    assert parsed['default_prio'] == []
+    assert parsed['dscp2prio'][40] == 5 and parsed['dscp2prio'][48] == 6 and len(parsed['dscp2prio']) == 64
+    assert parsed['buffer'][5] == 1 and parsed['buffer_max_size'] == 4151520
+    assert parsed['buffer_size'][:2] == [19872, 220896]
+    assert parsed['cable_len'] == 30
+    assert parsed['tc'][2] == {'ratelimit': 'unlimited', 'tsa': 'ets', 'bw': 80, 'priorities': [2]}
+    assert parsed['tc'][7]['tsa'] == 'strict' and parsed['tc'][7]['bw'] is None
+
+
+def test_mlnx_qos_without_trust_state_is_not_guessed():
+    text = real_text('dcb/mlnx_qos-i-ens6-mlx5-trust-pcp-buffer-row.txt')
+    with pytest.raises(ParseError):
+        dcb.parse_mlnx_qos('\n'.join(l for l in text.split('\n') if not l.startswith('Priority trust')))
+
+
+@pytest.mark.parametrize('rel, expected', [
+    ('dcb/dcb-pfc-show-ens6-connectx3-mlx4-pfc3-crlf.txt', [3]),
+    ('dcb/dcb-pfc-show-ens6-connectx3-mlx4-all-off-crlf.txt', []),
+])
+def test_real_dcb_pfc_show(rel, expected):
+    parsed = dcb.parse_pfc(real_text(rel))
+    assert dcb.pfc_priorities(parsed) == expected
+    assert (parsed['pfc_cap'], parsed['macsec_bypass'], parsed['delay']) == (8, False, 0)
+
+
+def test_real_dcb_app_show_without_numeric_flag_is_refused():
+    with pytest.raises(ParseError) as err:
+        dcb.parse_app_dscp(real_text('dcb/dcb-app-show-ens6-connectx3-mlx4-symbolic-AF31-crlf.txt'))
+    assert 'AF31:3' in str(err.value)
