@@ -41,6 +41,8 @@ WRONG_KEY_UID = 'gpuops wrong key, signs nothing <wrong-key@gpuops.invalid>'
 # signatures). In the past on any test machine; apt only refuses dates in the future.
 EPOCH = 1735689600  # 2025-01-01 00:00:00 UTC
 LIB = 'usr/lib/x86_64-linux-gnu'
+# The program named in error messages: this script, or another builder that imports its helpers.
+PROG = os.path.splitext(os.path.basename((sys.argv[:1] or [''])[0] or 'build_nvidia_repo'))[0]
 VERSION_RE = re.compile(r'^(([0-9]+)\.[0-9]+(?:\.[0-9]+)?)-([0-9A-Za-z.+~]+)$')
 
 PERSISTENCED_UNIT = """\
@@ -213,8 +215,8 @@ def run(argv, **kwargs):
     result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                             check=False, **kwargs)
     if result.returncode != 0:
-        raise SystemExit('build_nvidia_repo: %s failed (rc %d):\n%s%s' % (
-            ' '.join(argv), result.returncode, result.stdout, result.stderr))
+        raise SystemExit('%s: %s failed (rc %d):\n%s%s' % (
+            PROG, ' '.join(argv), result.returncode, result.stdout, result.stderr))
     return result.stdout
 
 
@@ -225,17 +227,20 @@ def write(path, data, mode=0o644):
 
 
 def control(spec, installed_kib):
+    """The DEBIAN/control text; ``spec`` may give ``arch`` (default amd64) and ``description`` (the long text)."""
     fields = [('Package', spec['name']), ('Source', spec['source']), ('Version', spec['version']),
-              ('Architecture', 'amd64'), ('Maintainer', MAINTAINER), ('Installed-Size', str(installed_kib))]
+              ('Architecture', spec.get('arch', 'amd64')), ('Maintainer', MAINTAINER),
+              ('Installed-Size', str(installed_kib))]
     if spec['depends']:
         fields.append(('Depends', ', '.join(spec['depends'])))
     fields += [(key.replace('_', '-'), value) for key, value in sorted(spec['extra'].items())
                if key not in ('scripts', 'conffiles')]
     fields += [('Section', spec['section']), ('Priority', 'optional')]
-    text = ('A stand-in built by gpuops.node\'s tests (tests/repo/build_nvidia_repo.py) for NVIDIA\'s package %s %s '
-            'from its CUDA repository for debian12, for the gpuops GPU simulator. It holds no NVIDIA software: '
-            'libraries are placeholders, programs say that they are stand-ins and exit 1.') % (spec['name'],
-                                                                                               spec['version'])
+    text = spec.get('description') or (
+        'A stand-in built by gpuops.node\'s tests (tests/repo/build_nvidia_repo.py) for NVIDIA\'s package %s %s '
+        'from its CUDA repository for debian12, for the gpuops GPU simulator. It holds no NVIDIA software: '
+        'libraries are placeholders, programs say that they are stand-ins and exit 1.') % (spec['name'],
+                                                                                           spec['version'])
     fields.append(('Description', '%s (gpuops.node test stand-in)\n%s' % (
         spec['summary'], textwrap.fill(text, 79, initial_indent=' ', subsequent_indent=' '))))
     return ''.join('%s: %s\n' % field for field in fields)
@@ -265,21 +270,26 @@ def build_deb(spec, workdir, outdir):
             os.utime(os.path.join(root, name), (EPOCH, EPOCH), follow_symlinks=False)
         os.chmod(root, 0o755)
     os.utime(tree, (EPOCH, EPOCH))
-    deb = os.path.join(outdir, '%s_%s_amd64.deb' % (spec['name'], spec['version']))
+    deb = os.path.join(outdir, '%s_%s_%s.deb' % (spec['name'], spec['version'], spec.get('arch', 'amd64')))
     env = dict(os.environ, SOURCE_DATE_EPOCH=str(EPOCH))
     run(['dpkg-deb', '--root-owner-group', '-Zgzip', '-z9', '--build', tree, deb], env=env)
     os.chmod(deb, 0o644)
     return os.path.basename(deb)
 
 
-def write_indexes(repo):
-    """Packages (stanzas sorted), Packages.gz and Release, all from apt-ftparchive, as NVIDIA's flat repository."""
+def write_packages(repo):
+    """Packages (stanzas sorted by name and version) and Packages.gz, from apt-ftparchive."""
     stanzas = [s.strip('\n') for s in run(['apt-ftparchive', 'packages', '.'], cwd=repo).split('\n\n') if s.strip()]
     key = re.compile(r'^Package: (\S+)$.*^Version: (\S+)$', re.MULTILINE | re.DOTALL)
     stanzas.sort(key=lambda s: key.search(s).groups())
     text = '\n\n'.join(stanzas) + '\n'
     write(os.path.join(repo, 'Packages'), text)
     write(os.path.join(repo, 'Packages.gz'), gzip.compress(text.encode('utf-8'), 9, mtime=0))
+
+
+def write_indexes(repo):
+    """Packages, Packages.gz and Release, all from apt-ftparchive, as NVIDIA's flat repository."""
+    write_packages(repo)
     release = run(['apt-ftparchive', '-o', 'APT::FTPArchive::Release::Origin=NVIDIA',
                    '-o', 'APT::FTPArchive::Release::Label=NVIDIA CUDA',
                    '-o', 'APT::FTPArchive::Release::Date=' + email.utils.formatdate(EPOCH, usegmt=True),
@@ -309,7 +319,7 @@ def ensure_key(home, uid):
             return fprs[0]
         gpg(home, '--pinentry-mode', 'loopback', '--passphrase', '', '--quick-gen-key', uid, 'ed25519', 'sign',
             'never')
-    raise SystemExit('build_nvidia_repo: no key for %s in %s after generating it' % (uid, home))
+    raise SystemExit('%s: no key for %s in %s after generating it' % (PROG, uid, home))
 
 
 def inputs_hash(versions):
@@ -318,14 +328,20 @@ def inputs_hash(versions):
     return hashlib.sha256(script + b'\0' + json.dumps({'versions': versions}).encode('utf-8')).hexdigest()
 
 
-def build(out, versions, force=False):
-    """Build the repository in out; returns False when it is already built from the same inputs."""
-    digest = inputs_hash(versions)
-    record = os.path.join(out, '.inputs')
-    done = all(os.path.exists(os.path.join(out, p)) for p in
-               ('repo/InRelease', 'repo/Release.gpg', 'repo/Packages', 'key.asc', 'wrong-key.asc'))
-    if not force and done and os.path.exists(record):
-        with open(record) as handle:
+def build_signed_repo(out, digest, record, fill, key_uid=KEY_UID, wrong_key_uid=WRONG_KEY_UID, force=False,
+                      inrelease=True, tmp_prefix='gpuops-repo.'):
+    """Build and sign a flat repository in out/repo; returns False when out/.inputs already records ``digest``.
+
+    ``fill(staging, workdir)`` writes the .debs and the indexes (Packages, Release) into ``staging``; ``workdir`` is
+    a scratch directory. Then Release is signed (Release.gpg, armoured and detached, and InRelease, clearsigned,
+    unless ``inrelease`` is false) with the key of ``key_uid``, generated in out/gnupg on the first build and kept;
+    out/key.asc and out/wrong-key.asc (``wrong_key_uid``, which signs nothing) are written before ``fill`` runs.
+    ``record``: more fields for out/.inputs."""
+    record_path = os.path.join(out, '.inputs')
+    signed = ['repo/Release.gpg', 'repo/Packages', 'key.asc', 'wrong-key.asc']
+    done = all(os.path.exists(os.path.join(out, p)) for p in signed + (['repo/InRelease'] if inrelease else []))
+    if not force and done and os.path.exists(record_path):
+        with open(record_path) as handle:
             if json.load(handle).get('sha256') == digest:
                 return False
     os.makedirs(out, mode=0o755, exist_ok=True)
@@ -333,29 +349,25 @@ def build(out, versions, force=False):
     home = os.path.join(out, 'gnupg')
     os.makedirs(home, mode=0o700, exist_ok=True)
     os.chmod(home, 0o700)  # gpg wants its home private; consumers only need key.asc
-    if os.path.exists(record):
-        os.remove(record)  # an interrupted build leaves no record, so the next run builds again
+    if os.path.exists(record_path):
+        os.remove(record_path)  # an interrupted build leaves no record, so the next run builds again
     try:
-        fpr = ensure_key(home, KEY_UID)
-        wrong = ensure_key(home, WRONG_KEY_UID)
+        fpr = ensure_key(home, key_uid)
+        wrong = ensure_key(home, wrong_key_uid)
         write(os.path.join(out, 'key.asc'), gpg(home, '--armor', '--export', fpr))
         write(os.path.join(out, 'wrong-key.asc'), gpg(home, '--armor', '--export', wrong))
         staging = os.path.join(out, '.repo.new')
         shutil.rmtree(staging, ignore_errors=True)
         os.makedirs(staging, mode=0o755)
-        with tempfile.TemporaryDirectory(prefix='gpuops-nvidia-repo.') as workdir:
-            built = {}
-            for version in versions:
-                for spec in packages(version):
-                    if (spec['name'], spec['version']) not in built:  # the fabric manager has no -N of its own
-                        built[(spec['name'], spec['version'])] = build_deb(spec, workdir, staging)
-        write_indexes(staging)
+        with tempfile.TemporaryDirectory(prefix=tmp_prefix) as workdir:
+            fill(staging, workdir)
         release = os.path.join(staging, 'Release')
         sign = ['--local-user', fpr + '!', '--digest-algo', 'SHA512', '--yes']
         gpg(home, *(sign + ['--armor', '--detach-sign', '--output', release + '.gpg', release]))
-        gpg(home, *(sign + ['--clearsign', '--output', os.path.join(staging, 'InRelease'), release]))
-        for name in ('Release.gpg', 'InRelease'):
-            os.chmod(os.path.join(staging, name), 0o644)
+        os.chmod(release + '.gpg', 0o644)
+        if inrelease:
+            gpg(home, *(sign + ['--clearsign', '--output', os.path.join(staging, 'InRelease'), release]))
+            os.chmod(os.path.join(staging, 'InRelease'), 0o644)
     finally:
         subprocess.run(['gpgconf', '--homedir', home, '--kill', 'gpg-agent'],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
@@ -365,8 +377,22 @@ def build(out, versions, force=False):
         os.rename(repo, old)
     os.rename(staging, repo)
     shutil.rmtree(old, ignore_errors=True)
-    write(record, json.dumps({'sha256': digest, 'versions': versions}, indent=1) + '\n')
+    write(record_path, json.dumps(dict(record, sha256=digest), indent=1, sort_keys=True) + '\n')
     return True
+
+
+def build(out, versions, force=False):
+    """Build the repository in out; returns False when it is already built from the same inputs."""
+    def fill(staging, workdir):
+        built = {}
+        for version in versions:
+            for spec in packages(version):
+                if (spec['name'], spec['version']) not in built:  # the fabric manager has no -N of its own
+                    built[(spec['name'], spec['version'])] = build_deb(spec, workdir, staging)
+        write_indexes(staging)
+
+    return build_signed_repo(out, inputs_hash(versions), {'versions': versions}, fill, force=force,
+                             tmp_prefix='gpuops-nvidia-repo.')
 
 
 def parse_versions(text):
