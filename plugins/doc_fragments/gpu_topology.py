@@ -41,6 +41,8 @@ options:
         A C(<file>.rc) beside an output holds the exit status nvidia-smi had when it was captured.
       - Every file is optional; a missing one leaves its part of the facts out and is listed in C(missing).
       - A C(<file>.rc) of 124 or 137 means the capture's time limit stopped that command.
+      - The C(dcb) outputs of a RoCE netdev are C(dcb-pfc-<netdev>.txt) and C(dcb-app-dscp-prio-<netdev>.txt)
+        (with a C(.rc) when dcb failed); without them PFC and DSCP are not read.
     type: path
   command_timeout:
     description:
@@ -50,6 +52,17 @@ options:
       - Ignored when O(bundle_dir) is set.
     type: int
     default: 60
+  dcb:
+    description:
+      - Path or name of iproute2's C(dcb) binary, run as C(dcb pfc show dev <netdev>) and
+        C(dcb -N app show dev <netdev> dscp-prio) for the netdev of every NIC whose link layer is Ethernet (RoCE),
+        under the same O(command_timeout). A bare name is looked up on the node's E(PATH) and the sbin directories.
+      - When it is not found, cannot run or fails (C(Attribute read: Operation not supported) on a netdev without
+        DCB), PFC and DSCP are null with the reason in C(roce.unreadable) and a warning; the checks that need them say
+        C(not checked).
+      - Ignored when O(bundle_dir) is set.
+    type: str
+    default: dcb
 attributes:
   check_mode:
     support: full

@@ -19,17 +19,18 @@ GATHER_ARGS = dict(
     proc_root=dict(type='path', default='/proc'),
     bundle_dir=dict(type='path'),
     command_timeout=dict(type='int', default=DEFAULT_TIMEOUT),
+    dcb=dict(type='str', default='dcb'),
 )
 
 
-def _nvidia_smi(module, binary):
+def _binary(module, binary, what='nvidia-smi'):
     """(path, None) for a usable binary, else (None, why); (None, None) when it is simply not there."""
     if os.path.sep not in binary:
         return module.get_bin_path(binary, required=False), None
     if not os.path.exists(binary):
         return None, None
     if os.path.isdir(binary) or not os.access(binary, os.X_OK):
-        return None, 'nvidia-smi at %s is not an executable file' % binary
+        return None, '%s at %s is not an executable file' % (what, binary)
     return binary, None
 
 
@@ -46,14 +47,16 @@ def gather_for_module(module):
         if not os.path.isdir(params['bundle_dir']):
             module.fail_json(msg='bundle_dir %s is not a directory' % params['bundle_dir'])
         return gather_bundle(params['bundle_dir'], params['sysfs_root'])
-    path, problem = _nvidia_smi(module, params['nvidia_smi'])
+    path, problem = _binary(module, params['nvidia_smi'])
+    dcb, dcb_problem = _binary(module, params['dcb'], 'dcb')
     timeout = params['command_timeout']
 
     def run(argv):
         # LC_ALL=C keeps the tool's messages in the form the parsers read
         return run_bounded(argv, timeout, {'LC_ALL': 'C'})
 
-    topology = gather_live(run, path, params['sysfs_root'] or '/sys', problem, timeout, params['proc_root'])
+    topology = gather_live(run, path, params['sysfs_root'] or '/sys', problem, timeout, params['proc_root'],
+                           dcb, dcb_problem)
     installed = read_installed_driver(run, lambda name: module.get_bin_path(name, required=False))
     topology['driver_installed'] = installed
     topology['driver_installed_version'] = installed['version'] if installed else None

@@ -152,12 +152,15 @@ def _natural(name):
 ERROR_COUNTERS = ('link_downed', 'link_error_recovery', 'symbol_error', 'port_rcv_errors',
                   'port_rcv_remote_physical_errors', 'port_xmit_discards', 'local_link_integrity_errors',
                   'excessive_buffer_overrun_errors')
+# traffic counters read beside them: packets sent, the denominator of the retransmission ratio
+TRAFFIC_COUNTERS = ('port_xmit_packets',)
 
 
 def read_counters(port_dir, warnings):
-    """The error counters present under ``<port>/counters``, as ints; one that is not a number is a warning."""
+    """The error (and traffic) counters present under ``<port>/counters``, as ints; one that is not a number is a
+    warning."""
     counters = {}
-    for name in ERROR_COUNTERS:
+    for name in ERROR_COUNTERS + TRAFFIC_COUNTERS:
         path = os.path.join(port_dir, 'counters', name)
         value = read_value(path, warnings)
         if value is None:

@@ -14,23 +14,26 @@ __metaclass__ = type
 import os
 from collections import Counter
 
+from ansible_collections.gpuops.node.plugins.module_utils.dcb import pfc_priorities
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_errors import (
     WHOLE_OUTPUT_RE, device_errors, exit_meaning)
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_topo import closest_nics, numa_from_affinity
 from ansible_collections.gpuops.node.plugins.module_utils.rawtext import bounded, decode
 from ansible_collections.gpuops.node.plugins.module_utils.nvidia_proc import parse_driver_version
+from ansible_collections.gpuops.node.plugins.module_utils.rdma_sysfs import (
+    ARPHRD_ETHER, ipoib_module_loaded, ipoib_netdevs, netdev_type, netdevs, read_ecn, read_hw_counters, read_rdma_cm)
 from ansible_collections.gpuops.node.plugins.module_utils.sysfs import (
     read_infiniband, read_numa_nodes, read_pci_device, read_pci_nvidia, read_value, sysfs_pci_address)
 from ansible_collections.gpuops.node.plugins.module_utils.topology_sources import (
-    DRIVER_FAILURES, PARSERS, PARTS, BundleSource, CommandSource, judge_output)
+    DRIVER_FAILURES, PARSERS, PARTS, BundleSource, CommandSource, judge_dcb, judge_output)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # the facts keys every snapshot has, in this schema
 TOP_KEYS = ('schema_version', 'driver_loaded', 'driver_error', 'driver_version', 'driver_installed_version',
             'driver_installed', 'kernel_module', 'cuda_version',
             'gpu_count', 'gpus', 'gpu_processes', 'pci_gpus', 'nvswitch_count', 'matrix', 'gpu_nic_affinity', 'nics',
-            'numa_nodes', 'outputs', 'device_errors', 'missing', 'errors', 'warnings')
+            'numa_nodes', 'ipoib_module_loaded', 'outputs', 'device_errors', 'missing', 'errors', 'warnings')
 
 
 def _empty():
@@ -52,6 +55,7 @@ def _empty():
         'gpu_nic_affinity': {},
         'nics': [],
         'numa_nodes': {},
+        'ipoib_module_loaded': None,
         'outputs': {},
         'device_errors': [],
         'missing': [],
@@ -91,6 +95,7 @@ def gather(source, sysfs_root, proc_root=None):
 
     _assemble_gpus(topo, parsed, sysfs_root)
     _assemble_nics(topo, parsed.get('topo'), sysfs_root)
+    _assemble_rdma(topo, source, sysfs_root)
     _assemble_bare(topo, sysfs_root, proc_root)
     return topo
 
@@ -259,8 +264,8 @@ def _assemble_nics(topo, matrix, sysfs_root):
     if ib is None:
         topo['missing'].append('sys/class/infiniband')
         names = matrix['nics'] if matrix is not None else []
-        topo['nics'] = [{'name': n, 'numa_node': None, 'pci_bus_id': None, 'netdevs': [], 'ports': []}
-                        for n in names]
+        topo['nics'] = [{'name': n, 'numa_node': None, 'pci_bus_id': None, 'netdevs': [], 'ports': [],
+                         'ipoib': None, 'roce': None} for n in names]
     else:
         topo['warnings'].extend(bounded(ib['warnings'], 'sysfs class/infiniband'))
         topo['nics'] = ib['nics']
@@ -286,6 +291,84 @@ def _assemble_nics(topo, matrix, sysfs_root):
         for gpu_name in matrix['gpus']:
             relation, nics = closest_nics(matrix['matrix'], gpu_name, matrix['nics'])
             topo['gpu_nic_affinity'][gpu_name] = {'relation': relation, 'nics': nics}
+
+
+def _assemble_rdma(topo, source, sysfs_root):
+    """IPoIB netdevs and ib_ipoib, per-port hw_counters and, for Ethernet NICs, the RoCE settings.
+
+    What cannot be read is None (with the reason in ``roce.unreadable``), never a default: a check
+    says ``not checked`` for it.
+    """
+    modules = bool(sysfs_root) and os.path.isdir(os.path.join(sysfs_root, 'module'))
+    if modules:
+        topo['ipoib_module_loaded'] = ipoib_module_loaded(sysfs_root)
+    if not sysfs_root or not os.path.isdir(os.path.join(sysfs_root, 'class', 'infiniband')):
+        return
+    warnings = []
+    for nic in topo['nics']:
+        name = nic['name']
+        hca = os.path.join(sysfs_root, 'class', 'infiniband', name)
+        for port in nic['ports']:
+            port['hw_counters'] = read_hw_counters(os.path.join(hca, 'ports', str(port['port'])), warnings)
+        if os.path.isdir(os.path.join(hca, 'device', 'net')) or modules:
+            # a capture bundle that did not copy the netdevs (and has no module/) cannot tell
+            nic['ipoib'] = ipoib_netdevs(sysfs_root, name, warnings)
+        else:
+            nic['ipoib'] = None
+        ethernet = any((p.get('link_layer') or '').lower() == 'ethernet' for p in nic['ports'])
+        nic['roce'] = _roce(topo, source, sysfs_root, nic, warnings) if ethernet else None
+    topo['warnings'].extend(bounded(warnings, 'sysfs RDMA'))
+
+
+def _roce_netdev(sysfs_root, nic, warnings):
+    """The HCA's Ethernet netdev (type 1), else its first netdev; None without one."""
+    names = netdevs(sysfs_root, nic['name'])
+    for name in names:
+        if netdev_type(sysfs_root, name, warnings) == ARPHRD_ETHER:
+            return name
+    return names[0] if names else None
+
+
+def _keys_as_text(value):
+    """Dict keys as strings, as JSON keeps them: the fact reads the same before and after a round trip."""
+    if isinstance(value, dict):
+        return dict((str(k), _keys_as_text(v)) for k, v in value.items())
+    return value
+
+
+def _roce(topo, source, sysfs_root, nic, warnings):
+    """``{netdev, ecn, pfc, dscp_prio, rdma_cm, unreadable}`` of an Ethernet-link-layer NIC."""
+    netdev = _roce_netdev(sysfs_root, nic, warnings)
+    roce = {'netdev': netdev, 'ecn': None, 'pfc': None, 'dscp_prio': None,
+            'rdma_cm': _keys_as_text(read_rdma_cm(sysfs_root, nic['name'], warnings)), 'unreadable': {}}
+    if roce['rdma_cm'] is None:
+        roce['unreadable']['rdma_cm'] = ('kernel/config/rdma_cm/%s does not exist (not created, or configfs not '
+                                         'mounted)' % nic['name'])
+    if netdev is None:
+        for field in ('ecn', 'pfc', 'dscp_prio'):
+            roce['unreadable'][field] = '%s has no netdev in sysfs' % nic['name']
+        return roce
+    roce['ecn'] = _keys_as_text(read_ecn(sysfs_root, netdev, warnings))
+    if roce['ecn'] is None:
+        roce['unreadable']['ecn'] = 'class/net/%s/ecn does not exist (no DCQCN support in its driver)' % netdev
+    for query, field in (('pfc', 'pfc'), ('dscp_prio', 'dscp_prio')):
+        label = source.dcb_label(query, netdev)
+        result = source.read_dcb(query, netdev, warnings)
+        if result is None:
+            parsed, why = None, source.dcb_absent(query, netdev)
+        else:
+            rc, out, err, timed_out = result
+            out = decode(out, label, warnings)
+            err = decode(err, label + ' (stderr)', warnings)
+            parsed, why = judge_dcb(label, (query, rc, out, err, timed_out), source.limit)
+        if why is not None:
+            roce['unreadable'][field] = why
+            warnings.append('%s of %s not read: %s' % (field, netdev, why))
+        elif field == 'pfc':
+            roce['pfc'] = pfc_priorities(parsed)
+        else:
+            roce['dscp_prio'] = _keys_as_text(parsed)
+    return roce
 
 
 def _renumber_around_failed(gpus, errors):
@@ -343,15 +426,18 @@ def gather_bundle(bundle_dir, sysfs_root=None):
     return topo
 
 
-def gather_live(run_command, nvidia_smi, sysfs_root='/sys', nvidia_smi_problem=None, limit=None, proc_root='/proc'):
+def gather_live(run_command, nvidia_smi, sysfs_root='/sys', nvidia_smi_problem=None, limit=None, proc_root='/proc',
+                dcb=None, dcb_problem=None):
     """Facts from the running node.
 
     ``run_command(argv)`` returns ``(rc, out, err)`` or ``(rc, out, err,
     timed_out)``. ``nvidia_smi`` None means the binary could not be used;
     ``nvidia_smi_problem`` says why (default: not found); ``limit`` is the
-    time limit ``run_command`` applies to each call, for messages.
+    time limit ``run_command`` applies to each call, for messages. ``dcb`` is
+    the dcb binary run for each RoCE netdev (None: not found, or
+    ``dcb_problem``).
     """
-    topo = gather(CommandSource(run_command, nvidia_smi, limit), sysfs_root, proc_root)
+    topo = gather(CommandSource(run_command, nvidia_smi, limit, dcb, dcb_problem), sysfs_root, proc_root)
     if nvidia_smi is None:
         kind = 'nvidia_smi_missing' if nvidia_smi_problem is None else 'nvidia_smi_unusable'
         topo['driver_error'] = {'kind': kind, 'rc': None,

@@ -7,6 +7,8 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible_collections.gpuops.node.plugins.module_utils.rdma_sysfs import RETRANS_COUNTERS
+from ansible_collections.gpuops.node.plugins.module_utils.sysfs import ERROR_COUNTERS
 from ansible_collections.gpuops.node.plugins.module_utils.topology import SCHEMA_VERSION, TOP_KEYS
 from ansible_collections.gpuops.node.plugins.module_utils.topology_sources import PARTS
 
@@ -21,7 +23,8 @@ _GPU_FIELDS = {'index': ('int',), 'uuid': _OPT_STR, 'serial': _OPT_STR, 'name': 
                'remapped_rows_pending': _OPT_BOOL, 'remapping_failure': _OPT_BOOL}
 _PCIE_FIELDS = ('gen_current', 'gen_max', 'width_current', 'width_max')
 _NIC_FIELDS = {'name': ('str',), 'ports': ('list',)}
-_PORT_FIELDS = {'port': ('int',), 'state': _OPT_STR, 'rate_gbps': ('number', 'null'), 'counters': ('dict', 'null')}
+_PORT_FIELDS = {'port': ('int',), 'state': _OPT_STR, 'rate_gbps': ('number', 'null'), 'counters': ('dict', 'null'),
+                'hw_counters': ('dict', 'null')}
 WANTED = ('a gpu_topology snapshot of schema_version %d, such as the gpu_topology a gpu_topology_check task '
           'returned before the change' % SCHEMA_VERSION)
 
@@ -100,10 +103,11 @@ def validate_baseline(baseline):
         for j, port in enumerate(nic.get('ports') or [] if isinstance(nic, dict) else []):
             where = 'baseline.nics[%d].ports[%d]' % (i, j)
             _fields(where, port, _PORT_FIELDS, errors)
-            counters = port.get('counters') if isinstance(port, dict) else None
-            for name, value in sorted((counters or {}).items()):
-                if _kind(value) != 'int' or value < 0:
-                    errors.append('%s.counters.%s is %r, expected a non-negative int' % (where, name, value))
+            for field in ('counters', 'hw_counters'):
+                counters = port.get(field) if isinstance(port, dict) else None
+                for name, value in sorted((counters if isinstance(counters, dict) else {}).items()):
+                    if _kind(value) != 'int' or value < 0:
+                        errors.append('%s.%s.%s is %r, expected a non-negative int' % (where, field, name, value))
     for left, row in sorted(baseline['matrix'].items()):
         if not isinstance(row, dict) or not all(isinstance(v, str) for v in row.values()):
             errors.append('baseline.matrix.%s must map device names to relation strings' % left)
@@ -304,9 +308,26 @@ def _nic_regressions(baseline, current):
                 regressions.append(_regression('nic_port_down', subject, port['rate_gbps'], rate,
                                                '%s rate dropped from %s to %s Gb/s' % (subject, port['rate_gbps'], rate)))
             for name, old in sorted((port.get('counters') or {}).items()):
+                if name not in ERROR_COUNTERS:
+                    continue        # traffic (port_xmit_packets) rises by itself
                 new_value = ((now or {}).get('counters') or {}).get(name)
                 regressions.extend(_gone('nic_errors_new', subject, name, old, new_value) if now else [])
                 if new_value is not None and new_value > old:
                     regressions.append(_regression('nic_errors_new', subject, old, new_value,
                                                    '%s %s rose from %d to %d' % (subject, name, old, new_value)))
+            regressions.extend(_retrans_regressions(subject, port, now))
+    return regressions
+
+
+def _retrans_regressions(subject, port, now):
+    """A RoCE retransmission counter (hw_counters) that rose between the snapshots: the fabric drops packets."""
+    regressions = []
+    for name in RETRANS_COUNTERS:
+        old = (port.get('hw_counters') or {}).get(name)
+        new_value = ((now or {}).get('hw_counters') or {}).get(name)
+        regressions.extend(_gone('nic_retrans_new', subject, name, old, new_value) if now else [])
+        if old is not None and new_value is not None and new_value > old:
+            regressions.append(_regression('nic_retrans_new', subject, old, new_value,
+                                           '%s %s rose from %d to %d (RoCE retransmissions: packets lost on the '
+                                           'fabric)' % (subject, name, old, new_value)))
     return regressions

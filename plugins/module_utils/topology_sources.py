@@ -2,12 +2,13 @@
 # Copyright: gpuops.node contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Where the nvidia-smi outputs come from, and what a failed output means.
+"""Where the nvidia-smi and dcb outputs come from, and what a failed output means.
 
 A source gives, for each part (``xml``, ``topo``, ``nvlink``), the raw result
 of one nvidia-smi query: a live node runs the command with a time limit, a
 capture bundle reads the file and its ``.rc``. ``judge_output`` turns a raw
-result into a status by one decision table; nothing else decides it.
+result into a status by one decision table; nothing else decides it. The
+same sources give the ``dcb`` queries of each RoCE netdev (``DCB_QUERIES``).
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -18,6 +19,8 @@ import re
 import signal
 import subprocess
 
+from ansible_collections.gpuops.node.plugins.module_utils.dcb import parse_app_dscp, parse_pfc
+from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_errors import classify_nvsmi_failure
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_nvlink import parse_nvlink_status
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_topo import parse_topo_matrix
@@ -38,6 +41,12 @@ COMMANDS = dict((part, ' '.join(['nvidia-smi'] + args)) for part, _fname, args, 
 # failures that mean nvidia-smi cannot talk to the GPUs at all, whatever was asked
 DRIVER_FAILURES = ('driver_not_loaded', 'nvml_mismatch', 'nvml_missing', 'nvml_error', 'no_devices',
                    'permission_denied')
+# dcb query -> (bundle file name for a netdev, dcb arguments for a netdev, parser)
+DCB_QUERIES = {
+    'pfc': ('dcb-pfc-%s.txt', lambda dev: ['pfc', 'show', 'dev', dev], parse_pfc),
+    'dscp_prio': ('dcb-app-dscp-prio-%s.txt', lambda dev: ['-N', 'app', 'show', 'dev', dev, 'dscp-prio'],
+                  parse_app_dscp),
+}
 DEFAULT_TIMEOUT = 60
 # the status timeout(1) gives a command it stopped; capture bundles record it in <file>.rc
 TIMEOUT_RC = (124, 137)
@@ -112,10 +121,23 @@ class BundleSource(object):
 
     def read(self, part, warnings):
         """``(rc, stdout, stderr, timed_out)``, or None when the bundle has no such file."""
-        path = os.path.join(self.bundle_dir, BUNDLE_FILES[part])
+        return self._file(BUNDLE_FILES[part], warnings)
+
+    def dcb_label(self, query, netdev):
+        return DCB_QUERIES[query][0] % netdev
+
+    def read_dcb(self, query, netdev, warnings):
+        """What ``dcb`` printed for ``netdev`` at capture time (file and ``.rc``), or None without the file."""
+        return self._file(self.dcb_label(query, netdev), warnings)
+
+    def dcb_absent(self, query, netdev):
+        return 'the bundle has no %s' % self.dcb_label(query, netdev)
+
+    def _file(self, name, warnings):
+        path = os.path.join(self.bundle_dir, name)
         if not os.path.isfile(path):
             if os.path.exists(path):
-                warnings.append('%s is not a regular file' % BUNDLE_FILES[part])
+                warnings.append('%s is not a regular file' % name)
             return None
         with open(path, 'rb') as handle:
             data = handle.read()
@@ -123,31 +145,34 @@ class BundleSource(object):
         rc_path = path + '.rc'
         if os.path.isfile(rc_path):
             with open(rc_path, 'rb') as handle:
-                value = decode(handle.read(), BUNDLE_FILES[part] + '.rc', warnings).strip()
+                value = decode(handle.read(), name + '.rc', warnings).strip()
             if re.match(r'^-?[0-9]+$', value):
                 rc = int(value)
             else:
                 rc = 1
-                warnings.append('%s.rc holds %r, not an exit status: taken as a failure (exit 1)'
-                                % (BUNDLE_FILES[part], value[:40]))
+                warnings.append('%s.rc holds %r, not an exit status: taken as a failure (exit 1)' % (name, value[:40]))
         elif os.path.exists(rc_path):
             rc = 1
-            warnings.append('%s.rc is not a regular file: taken as a failure (exit 1)' % BUNDLE_FILES[part])
+            warnings.append('%s.rc is not a regular file: taken as a failure (exit 1)' % name)
         return rc, data, b'', rc in TIMEOUT_RC
 
 
 class CommandSource(object):
-    """Runs nvidia-smi on the node through ``run(argv)``.
+    """Runs nvidia-smi (and dcb) on the node through ``run(argv)``.
 
     ``run`` returns ``(rc, out, err)`` or ``(rc, out, err, timed_out)``, as
     ``run_bounded`` does; ``nvidia_smi`` None means the binary was not found;
     ``limit`` is the time limit ``run`` applies, in seconds, for messages.
+    ``dcb`` is the dcb binary (None: not found, ``dcb_problem`` says why when
+    it is something else).
     """
 
-    def __init__(self, run, nvidia_smi, limit=None):
+    def __init__(self, run, nvidia_smi, limit=None, dcb=None, dcb_problem=None):
         self.run = run
         self.nvidia_smi = nvidia_smi
         self.limit = limit
+        self.dcb = dcb
+        self.dcb_problem = dcb_problem
 
     def label(self, part):
         return COMMANDS[part]
@@ -155,7 +180,21 @@ class CommandSource(object):
     def read(self, part, warnings):
         if self.nvidia_smi is None:
             return None
-        result = self.run([self.nvidia_smi] + NVSMI_ARGS[part])
+        return self._run([self.nvidia_smi] + NVSMI_ARGS[part])
+
+    def dcb_label(self, query, netdev):
+        return ' '.join(['dcb'] + DCB_QUERIES[query][1](netdev))
+
+    def read_dcb(self, query, netdev, warnings):
+        if self.dcb is None:
+            return None
+        return self._run([self.dcb] + DCB_QUERIES[query][1](netdev))
+
+    def dcb_absent(self, query, netdev):
+        return self.dcb_problem or 'dcb (iproute2) was not found on the node'
+
+    def _run(self, argv):
+        result = self.run(argv)
         rc, out, err = result[:3]
         timed_out = len(result) > 3 and bool(result[3])
         return rc, out or b'', err or b'', timed_out
@@ -204,3 +243,25 @@ def judge_output(label, rc, out, err, timed_out, limit=None):
             return 'failed', failure, None
         return 'exit', failure, out
     return 'ok', None, out
+
+
+def judge_dcb(label, result, limit=None):
+    """``(parsed, None)`` for a ``dcb`` output that was read, else ``(None, why)``.
+
+    ``result`` is ``(query, rc, out, err, timed_out)``. A dcb that timed out,
+    could not run or exited non-zero (``Attribute read: Operation not
+    supported`` on a netdev without DCB, exit 1) is not read; neither is
+    output the parser refuses.
+    """
+    query, rc, out, err, timed_out = result
+    if timed_out:
+        return None, '%s did not finish%s and was killed' % (label, ' within %s s' % limit if limit else '')
+    if rc is None:
+        return None, err.strip() or '%s could not run' % label
+    if rc != 0:
+        said = (err.strip() or out.strip() or 'nothing').splitlines()[0]
+        return None, '%s exited %d: %s' % (label, rc, said)
+    try:
+        return DCB_QUERIES[query][2](out), None
+    except ParseError as exc:
+        return None, str(exc)

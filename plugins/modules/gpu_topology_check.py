@@ -16,7 +16,8 @@ description:
   - Gathers the topology like M(gpuops.node.gpu_topology_facts) and compares it with O(expected), the
     profile the node's class declares in inventory.
   - With O(baseline), a C(gpu_topology) snapshot taken before a change, also reports what got worse
-    (GPUs lost, NVLink or NIC links lost, PCIe down-trained, ports gone down, new ECC errors).
+    (GPUs lost, NVLink or NIC links lost, PCIe down-trained, ports gone down, new port errors or RoCE
+    retransmissions, new ECC errors).
     This is the before/after comparison that wraps every change.
   - A check that cannot be made because its input is missing is a failure whose C(actual) is
     C(not checked); it never passes silently.
@@ -174,7 +175,8 @@ regressions:
   description:
     - What got worse since O(baseline); empty without it.
     - C(check) is one of C(gpu_lost), C(nvlink_lost), C(nic_lost), C(nic_port_down), C(nic_errors_new),
-      C(pcie_downtrained), C(ecc_errors_new), C(not_compared); C(before) and C(after) are the two values.
+      C(nic_retrans_new) (a RoCE retransmission counter of C(hw_counters) rose), C(pcie_downtrained),
+      C(ecc_errors_new), C(not_compared); C(before) and C(after) are the two values.
     - A value read before the change that cannot be read now has C(after) C(not checked); an output read before
       and not now (unreadable, timed out, missing) is a C(not_compared) regression.
   returned: success

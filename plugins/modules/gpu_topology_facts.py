@@ -15,6 +15,10 @@ version_added: 0.1.0
 description:
   - Runs C(nvidia-smi -q -x), C(nvidia-smi topo -m) and C(nvidia-smi nvlink -s) and reads sysfs, or reads
     the same outputs from a capture bundle, and returns them as the C(gpu_topology) fact.
+  - For every NIC whose link layer is Ethernet (RoCE) it also runs C(dcb pfc show) and C(dcb -N app show ...
+    dscp-prio) on the NIC's netdev (option O(dcb)) and reads DCQCN from C(class/net/<netdev>/ecn) and the RDMA CM
+    defaults from configfs C(<sysfs_root>/kernel/config/rdma_cm); a value it cannot read is null with the reason,
+    never a default.
   - A node whose NVIDIA driver is not loaded is reported with RV(ansible_facts.gpu_topology.driver_loaded=false)
     and the tool's message; the module does not fail for it.
   - Output that cannot be parsed, or a query that timed out, makes the module fail with a message naming the
@@ -73,7 +77,7 @@ ansible_facts:
           description: Layout of this snapshot; M(gpuops.node.gpu_topology_check) refuses a C(baseline) of another version.
           type: int
           returned: always
-          sample: 2
+          sample: 3
         driver_loaded:
           description: Whether nvidia-smi could talk to the NVIDIA driver, and an output it printed was read and lists a GPU.
           type: bool
@@ -204,8 +208,20 @@ ansible_facts:
             - Each has C(name), C(numa_node), C(pci_bus_id), C(netdevs) (the HCA's network interfaces) and C(ports), a
               list of C(port), C(state)
               (upper-case word such as C(ACTIVE) or C(DOWN)), C(phys_state) (such as C(LinkUp)),
-              C(rate_gbps) (number), C(link_layer) (C(InfiniBand) or C(Ethernet)) and C(counters) (the port error
-              counters present in sysfs, such as C(link_downed), C(symbol_error), C(port_rcv_errors)).
+              C(rate_gbps) (number), C(link_layer) (C(InfiniBand) or C(Ethernet)), C(counters) (the port error
+              counters present in sysfs, such as C(link_downed), C(symbol_error), C(port_rcv_errors), and
+              C(port_xmit_packets)) and C(hw_counters) (every counter under C(ports/<n>/hw_counters), such as mlx5's
+              C(roce_adp_retrans), C(local_ack_timeout_err), C(packet_seq_err), C(out_of_sequence); empty without
+              that directory).
+            - C(ipoib) lists the HCA's IPoIB netdevs (C(class/net/<netdev>/type) 32); null when the source cannot
+              tell (a bundle without the netdevs or C(sys/module)).
+            - C(roce), for a NIC with an Ethernet port (null otherwise), has C(netdev) (its Ethernet netdev),
+              C(ecn) (DCQCN from C(class/net/<netdev>/ecn), with C(rp) and C(np), priority (a string, as JSON keys are)
+              to enabled, C(cnp_dscp), C(cnp_802p_prio)), C(pfc) (priorities with PFC on, from C(dcb pfc show)),
+              C(dscp_prio) (DSCP to priorities, from C(dcb -N app show ... dscp-prio); a DSCP entry puts an mlx5 port
+              in DSCP trust), C(rdma_cm) (port to C(default_roce_tos) and C(default_roce_mode), from configfs) and
+              C(unreadable) (field to why it is null - no C(ecn) directory, dcb missing or failing, no configfs
+              directory).
           type: list
           elements: dict
           returned: always
@@ -213,7 +229,24 @@ ansible_facts:
             - name: mlx5_0
               numa_node: 0
               pci_bus_id: "0000:18:00.0"
-              ports: [{port: 1, state: ACTIVE, phys_state: LinkUp, rate_gbps: 400, link_layer: InfiniBand}]
+              netdevs: [ens6]
+              ipoib: []
+              ports: [{port: 1, state: ACTIVE, phys_state: LinkUp, rate_gbps: 400, link_layer: Ethernet,
+                       counters: {symbol_error: 0, port_rcv_errors: 0, port_xmit_packets: 10907922116},
+                       hw_counters: {roce_adp_retrans: 99, local_ack_timeout_err: 131, packet_seq_err: 1}}]
+              roce:
+                netdev: ens6
+                ecn: {rp: {"0": false, "3": true}, np: {"0": false, "3": true}, cnp_dscp: 48, cnp_802p_prio: 6}
+                pfc: [3]
+                dscp_prio: {"26": [3], "48": [6]}
+                rdma_cm: {"1": {default_roce_tos: 106, default_roce_mode: RoCE v2}}
+                unreadable: {}
+        ipoib_module_loaded:
+          description: Whether C(ib_ipoib) is loaded (C(<sysfs_root>/module/ib_ipoib) exists); null without
+            C(<sysfs_root>/module), as in a capture bundle.
+          type: bool
+          returned: always
+          sample: false
         numa_nodes:
           description: NUMA node number (a string, as JSON keys are) to its CPU list, from C(<sysfs_root>/devices/system/node/node*/cpulist).
           type: dict

@@ -167,7 +167,7 @@ def test_baseline_shapes_are_refused_with_what_was_given(tmp_path):
                      'passed, regressions), not a snapshot: pass its gpu_topology'),
         ({'gpu_topology': snapshot}, 'keys gpu_topology'),
         ({}, 'baseline is empty'),
-        (dict((k, snapshot[k]) for k in ('gpus', 'nics')), 'baseline has schema_version None; this collection reads 2'),
+        (dict((k, snapshot[k]) for k in ('gpus', 'nics')), 'baseline has schema_version None; this collection reads 3'),
         (dict(snapshot, schema_version=1), 'baseline has schema_version 1'),
         (dict((k, v) for k, v in snapshot.items() if k != 'matrix'), 'baseline lacks matrix'),
         ([], 'baseline is a list'),

@@ -75,7 +75,7 @@ def test_facts_runs_the_three_commands(monkeypatch, capsys, tmp_path):
                               ['/usr/bin/nvidia-smi', 'nvlink', '-s']]
     topo = result['ansible_facts']['gpu_topology']
     assert result['changed'] is False
-    assert topo['schema_version'] == 2
+    assert topo['schema_version'] == 3
     assert topo['driver_loaded'] is True
     assert topo['gpus'][0]['name'] == 'NVIDIA A100-SXM4-40GB'
     assert topo['gpus'][0]['nvlink_active'] == 12
