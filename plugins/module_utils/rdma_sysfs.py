@@ -93,6 +93,30 @@ def ipoib_netdevs(sysfs_root, hca, warnings=None):
     return found
 
 
+# operstate values of a netdev that carries no traffic: set down, its link down, or its device gone
+DOWN_STATES = ('down', 'lowerlayerdown', 'notpresent')
+
+
+def netdev_operstate(sysfs_root, netdev, warnings=None):
+    """``class/net/<netdev>/operstate`` (``up``, ``down``, ...), None when absent."""
+    sink = warnings if warnings is not None else []
+    value = read_value(os.path.join(netdev_dir(sysfs_root, netdev), 'operstate'), sink)
+    return value.lower() if value else None
+
+
+def active_netdevs(sysfs_root, names, warnings=None):
+    """Those of ``names`` not down (operstate other than down, lowerlayerdown, notpresent); None when an
+    operstate cannot be read."""
+    active = []
+    for name in names:
+        state = netdev_operstate(sysfs_root, name, warnings)
+        if state is None:
+            return None
+        if state not in DOWN_STATES:
+            active.append(name)
+    return active
+
+
 def ipoib_module_loaded(sysfs_root):
     """True while ib_ipoib is loaded (``module/ib_ipoib`` is a directory)."""
     return os.path.isdir(os.path.join(sysfs_root, 'module', 'ib_ipoib'))

@@ -22,7 +22,8 @@ from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_topo import clos
 from ansible_collections.gpuops.node.plugins.module_utils.rawtext import bounded, decode
 from ansible_collections.gpuops.node.plugins.module_utils.nvidia_proc import parse_driver_version
 from ansible_collections.gpuops.node.plugins.module_utils.rdma_sysfs import (
-    ARPHRD_ETHER, ipoib_module_loaded, ipoib_netdevs, netdev_type, netdevs, read_ecn, read_hw_counters, read_rdma_cm)
+    ARPHRD_ETHER, active_netdevs, ipoib_module_loaded, ipoib_netdevs, netdev_type, netdevs, read_ecn, read_hw_counters,
+    read_rdma_cm)
 from ansible_collections.gpuops.node.plugins.module_utils.sysfs import (
     read_infiniband, read_numa_nodes, read_pci_device, read_pci_nvidia, read_value, sysfs_pci_address)
 from ansible_collections.gpuops.node.plugins.module_utils.topology_sources import (
@@ -265,7 +266,7 @@ def _assemble_nics(topo, matrix, sysfs_root):
         topo['missing'].append('sys/class/infiniband')
         names = matrix['nics'] if matrix is not None else []
         topo['nics'] = [{'name': n, 'numa_node': None, 'pci_bus_id': None, 'netdevs': [], 'ports': [],
-                         'ipoib': None, 'roce': None} for n in names]
+                         'ipoib': None, 'ipoib_active': None, 'roce': None} for n in names]
     else:
         topo['warnings'].extend(bounded(ib['warnings'], 'sysfs class/infiniband'))
         topo['nics'] = ib['nics']
@@ -313,8 +314,9 @@ def _assemble_rdma(topo, source, sysfs_root):
         if os.path.isdir(os.path.join(hca, 'device', 'net')) or modules:
             # a capture bundle that did not copy the netdevs (and has no module/) cannot tell
             nic['ipoib'] = ipoib_netdevs(sysfs_root, name, warnings)
+            nic['ipoib_active'] = active_netdevs(sysfs_root, nic['ipoib'], warnings)
         else:
-            nic['ipoib'] = None
+            nic['ipoib'] = nic['ipoib_active'] = None
         ethernet = any((p.get('link_layer') or '').lower() == 'ethernet' for p in nic['ports'])
         nic['roce'] = _roce(topo, source, sysfs_root, nic, warnings) if ethernet else None
     topo['warnings'].extend(bounded(warnings, 'sysfs RDMA'))

@@ -19,6 +19,7 @@ import re
 
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_topo import (
     PCIE_RELATION_RANK, closest_nics, is_gpu)
+from ansible_collections.gpuops.node.plugins.module_utils.rdma_sysfs import RETRANS_COUNTERS, retrans_ratio
 from ansible_collections.gpuops.node.plugins.module_utils.topology_checks import (
     check_driver_loaded, check_ecc_uncorrected, check_gpu_error, check_gpu_model, check_mode,
     check_nvlink_active_links, check_nvsmi_exit, check_nvsmi_timeout, check_output_unreadable,
@@ -34,6 +35,7 @@ GLOBS = 'list of globs'
 MODE = 'Enabled or Disabled'
 RELATION = 'PCIe relation'
 LINK = 'relation such as NV18'
+PRIO = 'priority 0-7'
 
 
 class Check(object):
@@ -188,12 +190,15 @@ def _ports(ctx, check, wanted):
     return ports, gaps
 
 
+_PORT_COUNTERS = ('link_downed', 'symbol_error', 'port_rcv_errors')
+
+
 def _port_check(check, field, compare, describe):
     """A check over one field of every selected port: ``compare(actual, wanted)`` True when it passes."""
     def run(ctx, wanted):
         ports, failures = _ports(ctx, check, wanted)
         for subject, port in ports:
-            actual = (port.get('counters') or {}).get(field) if field == 'link_downed' else port.get(field)
+            actual = (port.get('counters') or {}).get(field) if field in _PORT_COUNTERS else port.get(field)
             if actual is None:
                 failures.append(not_checked(check, subject, wanted, '%s of %s is not in sysfs' % (field, subject)))
             elif not compare(actual, wanted):
@@ -215,6 +220,108 @@ _nic_rate = _port_check(
 _nic_link_downed = _port_check(
     'nic_link_downed', 'link_downed', lambda a, w: a <= w,
     lambda s, a, w, p: ('<= %d' % w, '%s link went down %d time(s)' % (s, a)))
+_nic_symbol_errors = _port_check(
+    'nic_symbol_errors', 'symbol_error', lambda a, w: a <= w,
+    lambda s, a, w, p: ('<= %d' % w, '%s counted %d symbol errors (bad cable, connector or transceiver)' % (s, a)))
+_nic_rcv_errors = _port_check(
+    'nic_rcv_errors', 'port_rcv_errors', lambda a, w: a <= w,
+    lambda s, a, w, p: ('<= %d' % w, '%s received %d packets with errors' % (s, a)))
+
+
+def _link_layer_nics(ctx, check, wanted, layer):
+    """The selected NICs with a port of link layer ``layer``, and ``not checked`` when there is none."""
+    if 'sys/class/infiniband' in ctx.missing:
+        return [], [not_checked(check, 'node', wanted, 'sysfs class/infiniband is not available')]
+    selected = selected_nics(ctx.topology, ctx.expected)
+    nics = [n for n in selected if any((p.get('link_layer') or '').lower() == layer.lower()
+                                       for p in n.get('ports') or [])]
+    if not nics:
+        which = 'no NIC matches %s' % (ctx.expected.get('nic_names') or '*') if not selected else \
+            'none of the selected NICs (%s) has an %s port' % (', '.join(n['name'] for n in selected), layer)
+        return [], [not_checked(check, 'node', wanted, which)]
+    return nics, []
+
+
+def _unread(nic, field, what):
+    roce = nic.get('roce') or {}
+    why = (roce.get('unreadable') or {}).get(field) or 'not in the facts'
+    return '%s of %s could not be read: %s' % (what, nic['name'], why)
+
+
+def _nic_ipoib(ctx, allowed):
+    """With ``nic_ipoib: false`` no selected InfiniBand NIC has an IPoIB netdev that is up (one set down, as the
+    rdma role leaves those of HCAs outside rdma_ipoib_hcas when ib_ipoib loads for others, carries nothing)."""
+    if allowed:
+        return []
+    nics, failures = _link_layer_nics(ctx, 'nic_ipoib', False, 'InfiniBand')
+    for nic in nics:
+        active = nic.get('ipoib_active')
+        if nic.get('ipoib') is None:
+            failures.append(not_checked('nic_ipoib', nic['name'], [], 'the IPoIB netdevs of %s cannot be told from '
+                                        'this source (no netdevs or sys/module in it)' % nic['name']))
+        elif active is None:
+            failures.append(not_checked('nic_ipoib', nic['name'], [], 'the operstate of IPoIB netdev(s) %s could not '
+                                        'be read' % ', '.join(nic['ipoib'])))
+        elif active:
+            failures.append(failure('nic_ipoib', nic['name'], [], active, '%s carries IPoIB: netdev(s) %s up '
+                                    '(ib_ipoib is loaded); the node class has none' % (nic['name'], ', '.join(active))))
+    return failures
+
+
+def _nic_roce_dcqcn(ctx, prio):
+    nics, failures = _link_layer_nics(ctx, 'nic_roce_dcqcn', prio, 'Ethernet')
+    key = str(prio)
+    for nic in nics:
+        ecn = (nic.get('roce') or {}).get('ecn')
+        if ecn is None:
+            failures.append(not_checked('nic_roce_dcqcn', nic['name'], prio, _unread(nic, 'ecn', 'DCQCN')))
+            continue
+        actual = dict((point, (ecn.get(point) or {}).get(key)) for point in ('rp', 'np'))
+        unknown = [point for point, on in sorted(actual.items()) if on is None]
+        if unknown:
+            failures.append(not_checked('nic_roce_dcqcn', nic['name'], prio, 'roce_%s/enable/%s of %s could not be '
+                                        'read' % (' and roce_'.join(unknown), key, nic['roce'].get('netdev'))))
+        elif not all(actual.values()):
+            off = ' and '.join('roce_%s' % point for point, on in sorted(actual.items()) if not on)
+            failures.append(failure('nic_roce_dcqcn', nic['name'], prio, actual, '%s (%s): DCQCN %s off on '
+                                    'priority %s' % (nic['name'], nic['roce'].get('netdev'), off, prio)))
+    return failures
+
+
+def _nic_pfc_priority(ctx, prio):
+    nics, failures = _link_layer_nics(ctx, 'nic_pfc_priority', prio, 'Ethernet')
+    for nic in nics:
+        pfc = (nic.get('roce') or {}).get('pfc')
+        if pfc is None:
+            failures.append(not_checked('nic_pfc_priority', nic['name'], [prio], _unread(nic, 'pfc', 'PFC')))
+        elif pfc != [prio]:
+            failures.append(failure('nic_pfc_priority', nic['name'], [prio], pfc, '%s (%s): PFC is on for priorities '
+                                    '%s, expected only %s' % (nic['name'], nic['roce'].get('netdev'),
+                                                              pfc or 'none', prio)))
+    return failures
+
+
+def _nic_retrans_ratio(ctx, limit):
+    nics, failures = _link_layer_nics(ctx, 'nic_retrans_ratio', '<= %s%%' % limit, 'Ethernet')
+    for nic in nics:
+        for port in nic.get('ports') or []:
+            if (port.get('link_layer') or '').lower() != 'ethernet':
+                continue
+            subject = '%s/%s' % (nic['name'], port['port'])
+            ratio = retrans_ratio(port)
+            if ratio is None:
+                hw = port.get('hw_counters') or {}
+                lacking = [c for c in RETRANS_COUNTERS if hw.get(c) is None]
+                why = ('hw_counters %s of %s are not in sysfs' % (', '.join(lacking), subject) if lacking else
+                       'no packet sent from %s since its counters were cleared (port_xmit_packets %s)'
+                       % (subject, (port.get('counters') or {}).get('port_xmit_packets', 'not in sysfs')))
+                failures.append(not_checked('nic_retrans_ratio', subject, '<= %s%%' % limit, why))
+            elif ratio > limit:
+                failures.append(failure('nic_retrans_ratio', subject, '<= %s%%' % limit, round(ratio, 4),
+                                        '%s retransmitted %.4f%% of its packets (%s), expected at most %s%%'
+                                        % (subject, ratio, ', '.join('%s %d' % (c, port['hw_counters'][c])
+                                                                     for c in RETRANS_COUNTERS), limit)))
+    return failures
 
 
 def _selector(_ctx, _value):
@@ -278,6 +385,22 @@ CHECKS = (
     Check('nic_rate', 'nic_rate_min_gbps', NUM, 'lowest acceptable port rate in Gb/s', None, ('sysfs',), _nic_rate),
     Check('nic_link_downed', 'nic_link_downed_max', INT,
           'most link_downed events tolerated per port of the selected NICs', None, ('sysfs',), _nic_link_downed),
+    Check('nic_symbol_errors', 'nic_symbol_errors_max', INT,
+          'most symbol_error counts tolerated per port of the selected NICs', None, ('sysfs',), _nic_symbol_errors),
+    Check('nic_rcv_errors', 'nic_rcv_errors_max', INT,
+          'most port_rcv_errors tolerated per port of the selected NICs', None, ('sysfs',), _nic_rcv_errors),
+    Check('nic_retrans_ratio', 'nic_retrans_ratio_max', NUM,
+          'most RoCE retransmissions (roce_adp_retrans, local_ack_timeout_err, packet_seq_err) per sent packet, '
+          'in percent, on each Ethernet port of the selected NICs', None, ('sysfs',), _nic_retrans_ratio),
+    Check('nic_ipoib', 'nic_ipoib', BOOL,
+          'whether the selected InfiniBand NICs may carry IPoIB (false: no IPoIB netdev of theirs is up)', 'rdma',
+          ('sysfs',), _nic_ipoib),
+    Check('nic_roce_dcqcn', 'nic_roce_dcqcn', PRIO,
+          'priority on which DCQCN (roce_rp and roce_np) is enabled on every selected Ethernet NIC', 'rdma',
+          ('sysfs',), _nic_roce_dcqcn),
+    Check('nic_pfc_priority', 'nic_pfc_priority', PRIO,
+          'the one priority with PFC on (dcb) on every selected Ethernet NIC', 'rdma', ('sysfs', 'dcb'),
+          _nic_pfc_priority),
     Check('gpu_nic_relation', 'gpu_nic_relation_max', RELATION,
           'worst allowed relation from each GPU to its closest selected NIC that exists in sysfs',
           None, ('topo', 'sysfs'), _gpu_nic_relation),
@@ -320,6 +443,7 @@ def _type_error(key, kind, value):
             isinstance(v, str) and not _bad_glob(v) for v in value),
         RELATION: isinstance(value, str) and value in _CHOICES[RELATION],
         LINK: isinstance(value, str) and re.match(r'^(NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)$', value) is not None,
+        PRIO: number and isinstance(value, int) and 0 <= value <= 7,
     }[kind]
     if good:
         return None
@@ -330,6 +454,8 @@ def _type_error(key, kind, value):
                 'a glob must not be empty or have an unclosed [), got %r' % (key, value))
     if kind == LINK:
         return 'profile key %s must be a relation such as NV18, got %r' % (key, value)
+    if kind == PRIO:
+        return 'profile key %s must be a priority, a whole number 0-7, got %r' % (key, value)
     if kind == GLOB:
         return 'profile key %s must be a glob (not empty, no unclosed [), got %r' % (key, value)
     return 'profile key %s must be a %s%s, got %r' % (key, 'non-negative ' if kind in (INT, NUM) else '', kind, value)

@@ -60,6 +60,12 @@ options:
       - "C(nic_link_layer) (str): \"InfiniBand\" or \"Ethernet\" for every port of the selected NICs."
       - "C(nic_rate_min_gbps) (number): lowest acceptable port rate in Gb/s."
       - "C(nic_link_downed_max) (int): most link_downed events tolerated per port of the selected NICs."
+      - "C(nic_symbol_errors_max) (int): most symbol_error counts tolerated per port of the selected NICs."
+      - "C(nic_rcv_errors_max) (int): most port_rcv_errors tolerated per port of the selected NICs."
+      - "C(nic_retrans_ratio_max) (number): most RoCE retransmissions (roce_adp_retrans, local_ack_timeout_err, packet_seq_err) per sent packet, in percent, on each Ethernet port of the selected NICs."
+      - "C(nic_ipoib) (bool): whether the selected InfiniBand NICs may carry IPoIB (false: no IPoIB netdev of theirs is up)."
+      - "C(nic_roce_dcqcn) (priority 0-7): priority on which DCQCN (roce_rp and roce_np) is enabled on every selected Ethernet NIC."
+      - "C(nic_pfc_priority) (priority 0-7): the one priority with PFC on (dcb) on every selected Ethernet NIC."
       - "C(gpu_nic_relation_max) (PCIe relation): worst allowed relation from each GPU to its closest selected NIC that exists in sysfs."
       - "C(numa_balance) (bool): GPUs must be spread evenly over the NUMA nodes that hold GPUs."
       # end of generated lines
@@ -140,7 +146,8 @@ failures:
       C(pcie_gen), C(pcie_width), C(nvlink_relation), C(nvlink_active_links), C(persistence_mode),
       C(ecc_mode), C(mig_mode), C(compute_mode), C(ecc_uncorrected), C(retired_pages_pending),
       C(remapped_rows_pending), C(nic_count), C(nic_port_state), C(nic_link_layer), C(nic_rate),
-      C(nic_link_downed), C(gpu_nic_relation), C(numa_balance).
+      C(nic_link_downed), C(nic_symbol_errors), C(nic_rcv_errors), C(nic_retrans_ratio), C(nic_ipoib),
+      C(nic_roce_dcqcn), C(nic_pfc_priority), C(gpu_nic_relation), C(numa_balance).
     # end of generated lines
   returned: success
   type: list

@@ -214,7 +214,8 @@ ansible_facts:
               C(roce_adp_retrans), C(local_ack_timeout_err), C(packet_seq_err), C(out_of_sequence); empty without
               that directory).
             - C(ipoib) lists the HCA's IPoIB netdevs (C(class/net/<netdev>/type) 32); null when the source cannot
-              tell (a bundle without the netdevs or C(sys/module)).
+              tell (a bundle without the netdevs or C(sys/module)). C(ipoib_active) lists those whose C(operstate) is
+              not C(down), C(lowerlayerdown) or C(notpresent) (null when one cannot be read).
             - C(roce), for a NIC with an Ethernet port (null otherwise), has C(netdev) (its Ethernet netdev),
               C(ecn) (DCQCN from C(class/net/<netdev>/ecn), with C(rp) and C(np), priority (a string, as JSON keys are)
               to enabled, C(cnp_dscp), C(cnp_802p_prio)), C(pfc) (priorities with PFC on, from C(dcb pfc show)),
@@ -231,6 +232,7 @@ ansible_facts:
               pci_bus_id: "0000:18:00.0"
               netdevs: [ens6]
               ipoib: []
+              ipoib_active: []
               ports: [{port: 1, state: ACTIVE, phys_state: LinkUp, rate_gbps: 400, link_layer: Ethernet,
                        counters: {symbol_error: 0, port_rcv_errors: 0, port_xmit_packets: 10907922116},
                        hw_counters: {roce_adp_retrans: 99, local_ack_timeout_err: 131, packet_seq_err: 1}}]

@@ -193,3 +193,11 @@ def test_baseline_with_bad_hw_counters_is_refused(tmp_path):
         'baseline.nics[0].ports[0].hw_counters.roce_adp_retrans is -1, expected a non-negative int']
     nic(snapshot, 'mlx5_0')['ports'][0]['hw_counters'] = 'n/a'
     assert validate_baseline(snapshot) == ["baseline.nics[0].ports[0].hw_counters is 'n/a', expected dict or null"]
+
+
+def test_ipoib_active_follows_operstate(tmp_path):
+    from rdma_tree import write
+    root = roce_and_ib_node(tmp_path)
+    assert nic(gather_bundle(root), 'mlx5_1')['ipoib_active'] == ['ib0']
+    write(root, 'sys/class/net/ib0/operstate', 'down\n')
+    assert nic(gather_bundle(root), 'mlx5_1')['ipoib_active'] == []
