@@ -327,3 +327,49 @@ def test_no_installed_driver(monkeypatch, capsys, tmp_path):
     result, _rec = run_module(gpu_topology_facts, monkeypatch, capsys, {'sysfs_root': a100_sys(tmp_path)},
                               outputs, binaries=('nvidia-smi', 'dpkg-query'))
     assert result['ansible_facts']['gpu_topology']['driver_installed_version'] is None
+
+
+def roce(name):
+    """One output of the simulated PCIe RoCE node (simulator/profiles/pcie-4gpu-roce: 4 P100, one ConnectX-7)."""
+    return lambda: profile_text('pcie-4gpu-roce', name)
+
+
+def roce_sys(tmp_path):
+    dest = os.path.join(str(tmp_path), 'roce-sys')
+    if not os.path.isdir(dest):
+        extract_ttar(os.path.join(PROFILES, 'pcie-4gpu-roce', 'sys.ttar'), dest)
+    return dest
+
+
+ROCE_OUTPUTS = {
+    '-q -x': (0, roce('nvidia-smi-q-x.xml')),
+    'topo -m': (0, roce('nvidia-smi-topo-m.txt')),
+    'nvlink -s': (0, roce('nvidia-smi-nvlink-s.txt')),
+    'pfc show dev enp1s0f0np0': (0, roce('dcb-pfc-enp1s0f0np0.txt')),
+    '-N app show dev enp1s0f0np0 dscp-prio': (0, roce('dcb-app-dscp-prio-enp1s0f0np0.txt')),
+}
+
+
+def test_check_runs_dcb_on_the_roce_netdev(monkeypatch, capsys, tmp_path):
+    args = {'sysfs_root': roce_sys(tmp_path), 'fail_on_mismatch': False,
+            'expected': {'nic_pfc_priority': 3, 'nic_roce_dcqcn': 3, 'nic_link_layer': 'Ethernet'}}
+    result, recorded = run_module(gpu_topology_check, monkeypatch, capsys, args, ROCE_OUTPUTS,
+                                  binaries=('nvidia-smi', 'dcb'))
+    assert recorded.calls[3:] == [['/usr/bin/dcb', 'pfc', 'show', 'dev', 'enp1s0f0np0'],
+                                  ['/usr/bin/dcb', '-N', 'app', 'show', 'dev', 'enp1s0f0np0', 'dscp-prio']]
+    assert recorded.timeouts[3:] == [60, 60]
+    nic = result['gpu_topology']['nics'][0]
+    assert nic['roce']['pfc'] == [] and nic['roce']['dscp_prio'] == {}
+    assert [(f['check'], f['subject'], f['actual']) for f in result['failures']] == [
+        ('nic_pfc_priority', 'rocep1s0f0', [])]
+
+
+def test_facts_without_dcb_on_the_node(monkeypatch, capsys, tmp_path):
+    result, recorded = run_module(gpu_topology_facts, monkeypatch, capsys, {'sysfs_root': roce_sys(tmp_path)},
+                                  ROCE_OUTPUTS)
+    assert 'failed' not in result and len(recorded.calls) == 3
+    roce_facts = result['ansible_facts']['gpu_topology']['nics'][0]['roce']
+    assert roce_facts['pfc'] is None
+    assert roce_facts['unreadable']['pfc'] == 'dcb (iproute2) was not found on the node'
+    assert 'pfc of enp1s0f0np0 not read: dcb (iproute2) was not found on the node' in \
+        result['ansible_facts']['gpu_topology']['warnings']
