@@ -147,14 +147,14 @@ OPENIBD = """\
 # gpuops.node test repository (tests/repo/build_doca_repo.py): stand-in for NVIDIA's /etc/init.d/openibd.
 case "$1" in
 start|stop|restart|force-reload|status)
-	echo "openibd $1: package stand-in (%(package)s %(version)s from the gpuops.node test repository), loads and \
+    echo "openibd $1: package stand-in (%(package)s %(version)s from the gpuops.node test repository), loads and \
 unloads no kernel module; the gpuops simulator plays the driver stack" >&2
-	exit 0
-	;;
+    exit 0
+    ;;
 *)
-	echo "Usage: $0 {start|stop|restart|force-reload|status}" >&2
-	exit 1
-	;;
+    echo "Usage: $0 {start|stop|restart|force-reload|status}" >&2
+    exit 1
+    ;;
 esac
 """
 
@@ -164,33 +164,33 @@ esac
 UTILS_POSTINST = r"""#!/bin/sh
 dist=`lsb_release -s -i 2>/dev/null | tr '[:upper:]' '[:lower:]'`
 if [ "X$dist" != "Xubuntu" ]; then
-	/usr/sbin/update-rc.d openibd defaults > /dev/null 2>&1
+    /usr/sbin/update-rc.d openibd defaults > /dev/null 2>&1
 fi
 
 if (systemctl 2>/dev/null | grep -qw "\-\.mount" 2>/dev/null); then
-	systemctl daemon-reload >/dev/null 2>&1 || true
-	systemctl enable openibd >/dev/null 2>&1 || true
-	cat /proc/sys/kernel/random/boot_id 2>/dev/null | sed -e 's/-//g' > /var/run/openibd.bootid || true
-	test -s /var/run/openibd.bootid || echo manual > /var/run/openibd.bootid || true
+    systemctl daemon-reload >/dev/null 2>&1 || true
+    systemctl enable openibd >/dev/null 2>&1 || true
+    cat /proc/sys/kernel/random/boot_id 2>/dev/null | sed -e 's/-//g' > /var/run/openibd.bootid || true
+    test -s /var/run/openibd.bootid || echo manual > /var/run/openibd.bootid || true
 fi
 
 echo "options ib_ipoib send_queue_size=128 recv_queue_size=128" >> /etc/modprobe.d/ib_ipoib.conf
 
 if [ ! -e "/.dockerenv" ] && ! (grep -q docker /proc/self/cgroup 2>/dev/null); then
-	if [ -e /etc/security/limits.conf ]; then
-		LIMITS_UPDATED=0
-		if ! (grep -qE "soft.*memlock" /etc/security/limits.conf 2>/dev/null); then
-			echo "* soft memlock unlimited" >> /etc/security/limits.conf
-			LIMITS_UPDATED=1
-		fi
-		if ! (grep -qE "hard.*memlock" /etc/security/limits.conf 2>/dev/null); then
-			echo "* hard memlock unlimited" >> /etc/security/limits.conf
-			LIMITS_UPDATED=1
-		fi
-		if [ $LIMITS_UPDATED -eq 1 ]; then
-			echo "Configured /etc/security/limits.conf"
-		fi
-	fi
+    if [ -e /etc/security/limits.conf ]; then
+        LIMITS_UPDATED=0
+        if ! (grep -qE "soft.*memlock" /etc/security/limits.conf 2>/dev/null); then
+            echo "* soft memlock unlimited" >> /etc/security/limits.conf
+            LIMITS_UPDATED=1
+        fi
+        if ! (grep -qE "hard.*memlock" /etc/security/limits.conf 2>/dev/null); then
+            echo "* hard memlock unlimited" >> /etc/security/limits.conf
+            LIMITS_UPDATED=1
+        fi
+        if [ $LIMITS_UPDATED -eq 1 ]; then
+            echo "Configured /etc/security/limits.conf"
+        fi
+    fi
 fi
 
 exit 0
@@ -199,11 +199,11 @@ exit 0
 UTILS_PRERM = r"""#!/bin/sh
 dist=`lsb_release -s -i 2>/dev/null | tr '[:upper:]' '[:lower:]'`
 if [ "X$dist" != "Xubuntu" ]; then
-	/usr/sbin/update-rc.d -f openibd remove > /dev/null 2>&1
+    /usr/sbin/update-rc.d -f openibd remove > /dev/null 2>&1
 fi
 
 if (systemctl 2>/dev/null | grep -qw "\-\.mount" 2>/dev/null); then
-	systemctl disable openibd >/dev/null 2>&1 || true
+    systemctl disable openibd >/dev/null 2>&1 || true
 fi
 
 exit 0
@@ -355,8 +355,8 @@ def main(argv=None):
     out = os.path.abspath(args.out)
     start = time.time()
     if build(out, args.release, args.force):
-        print('built %s/repo (DOCA %s, OFED %s) in %.1fs' % (out, args.release, RELEASES[args.release]['ofed'],
-                                                              time.time() - start))
+        print('built %s/repo (DOCA %s, OFED %s) in %.1fs' % (
+            out, args.release, RELEASES[args.release]['ofed'], time.time() - start))
     else:
         print('%s/repo is current (same scripts and arguments as in %s/.inputs)' % (out, out))
     return 0

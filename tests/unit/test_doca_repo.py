@@ -55,8 +55,8 @@ DEPENDS = {
     'libibmad5': '%s, %s' % (ge('libibumad3'), LIBC),
     'libibnetdisc5': '%s, %s, %s' % (ge('libibmad5'), ge('libibumad3'), LIBC),
     'infiniband-diags': 'libibnetdisc5 (= %s), perl:any, %s, %s, %s' % (CORE, ge('libibmad5'), ge('libibumad3'), LIBC),
-    'perftest': 'ibverbs-providers, %s, %s, %s, libpci3, %s' % (ge('libibverbs1'), ge('librdmacm1'),
-                                                                 ge('libibumad3'), LIBC),
+    'perftest': 'ibverbs-providers, %s, %s, %s, libpci3, %s' % (
+        ge('libibverbs1'), ge('librdmacm1'), ge('libibumad3'), LIBC),
     'mlnx-tools': 'python3, pciutils, procps',
     'mlnx-ofed-kernel-utils': 'coreutils, pciutils, grep, procps, module-init-tools | kmod, lsof, '
                               'mlnx-tools (>= 5.2.0)',
@@ -221,7 +221,7 @@ def test_openib_conf_and_openibd(repo):
     assert shipped['/etc/init.d/openibd'] == '-rwxr-xr-x'
     conf = member(utils, '/etc/infiniband/openib.conf')
     keys = [line.split('=', 1) for line in conf.splitlines() if line and not line.startswith('#')]
-    assert [k for k, _ in keys] == list(OPENIB) and dict(keys) == OPENIB  # real keys, order and defaults
+    assert [pair[0] for pair in keys] == list(OPENIB) and dict(keys) == OPENIB  # real keys, order and defaults
     assert 'IPOIB_LOAD' not in conf and '_LOAD=' not in conf.replace('LOAD_EIPOIB', '')  # the DKMS build has none
     assert control_member(utils, 'conffiles') == '/etc/infiniband/openib.conf\n/etc/modprobe.d/ib_ipoib.conf\n'
     assert 'alias netdev-ib* ib_ipoib\n' in member(utils, '/etc/modprobe.d/ib_ipoib.conf')
@@ -315,7 +315,7 @@ def test_apt_installs_fresh_and_over_debian(repo, tmp_path):
     installed(DEBIAN + DEBIAN_RDMA)
     over = apt('apt-get', '-s', 'install', '--no-install-recommends', 'doca-ofed')
     assert over.returncode == 0, over.stdout
-    upgraded = dict((name, (version, VERSIONS[name])) for name, version, _ in DEBIAN_RDMA)
+    upgraded = dict((entry[0], (entry[1], VERSIONS[entry[0]])) for entry in DEBIAN_RDMA)
     new = dict((name, (None, VERSIONS[name])) for name in set(VERSIONS) - set(upgraded))
     assert inst(over) == dict(upgraded, **new)
     assert 'Remv ' not in over.stdout
