@@ -20,11 +20,19 @@
 #       <file>.rc holds the exit status when it is not 0: 124 when the
 #       command timed out (137 when it had to be killed), keeping what it
 #       printed until then
-#   sys/class/infiniband/<hca>/ports/<n>/{state,phys_state,rate,link_layer,counters/<error counters>}
+#   sys/class/infiniband/<hca>/ports/<n>/{state,phys_state,rate,link_layer,counters/<error counters>,
+#       counters/port_xmit_packets,hw_counters/*}
 #   sys/class/infiniband/<hca>/device -> ../../../bus/pci/devices/<address>
 #       (or device/numa_node when the HCA has no PCI address)
 #   sys/bus/pci/devices/<address>/{current_link_speed,current_link_width,max_link_speed,
 #       max_link_width,numa_node,vendor,device,class}   for every GPU, NVSwitch and HCA
+#   sys/bus/pci/devices/<address>/net/<netdev>/{type,operstate}, sys/class/net/<netdev> -> that directory,
+#       and its DCQCN files ecn/roce_{rp,np}/enable/<0-7>, ecn/roce_np/cnp_{dscp,802p_prio}
+#   sys/kernel/config/rdma_cm/<hca>/ports/<n>/default_roce_{tos,mode}   when the HCA's configfs directory exists
+#   sys/module/ (empty) and sys/module/ib_ipoib/ (empty, when ib_ipoib is loaded)
+#   dcb-pfc-<netdev>.txt, dcb-app-dscp-prio-<netdev>.txt   `dcb pfc show dev <netdev>` and
+#       `dcb -N app show dev <netdev> dscp-prio` of each Ethernet netdev of an HCA with an Ethernet port,
+#       when dcb (iproute2) is on the node, under the same time limit; <file>.rc as for nvidia-smi
 #   proc/driver/nvidia/version   the loaded kernel module's version line, when a module is loaded
 #   capture.source    host, date, kernel, driver, command lines
 set -u
@@ -73,10 +81,18 @@ smi_call() {
     out=$1
     err=$2
     shift 2
+    tool_call "$out" "$err" "$smi" "$@"
+}
+
+# tool_call OUT ERR BINARY ARGS...: the same for any binary
+tool_call() {
+    out=$1
+    err=$2
+    shift 2
     if [ -n "$timed" ]; then
-        (exec timeout -k 5 "$limit" "$smi" "$@" </dev/null >"$out" 2>"$err") 2>/dev/null
+        (exec timeout -k 5 "$limit" "$@" </dev/null >"$out" 2>"$err") 2>/dev/null
     else
-        (exec "$smi" "$@" </dev/null >"$out" 2>"$err") 2>/dev/null
+        (exec "$@" </dev/null >"$out" 2>"$err") 2>/dev/null
     fi
 }
 
@@ -93,7 +109,14 @@ status_note() {
 run_smi() {
     file=$1
     shift
-    smi_call "$bundle/$file" "$bundle/$file.stderr" "$@"
+    run_tool "$file" "$smi" "$@"
+}
+
+# run_tool FILE BINARY ARGS...: the same for any binary
+run_tool() {
+    file=$1
+    shift
+    tool_call "$bundle/$file" "$bundle/$file.stderr" "$@"
     rc=$?
     if [ -s "$bundle/$file.stderr" ]; then
         if [ -s "$bundle/$file" ] && [ -n "$(tail -c 1 "$bundle/$file")" ]; then
@@ -106,7 +129,7 @@ run_smi() {
         echo "$rc" >"$bundle/$file.rc"
     fi
     commands="$commands
-  $smi $* > $file   (exit status $rc$(status_note "$rc"))"
+  $* > $file   (exit status $rc$(status_note "$rc"))"
 }
 
 # query ARGS...: nvidia-smi's stdout into $work/query.out, a file: a process that outlived its timeout would
@@ -177,6 +200,7 @@ fi
 ib_error_counters="link_downed link_error_recovery symbol_error port_rcv_errors port_rcv_remote_physical_errors
  port_xmit_discards local_link_integrity_errors excessive_buffer_overrun_errors"
 hcas=
+roce_hcas=
 for hca_path in "$sysfs"/class/infiniband/*; do
     [ -d "$hca_path" ] || continue
     hca=$(basename "$hca_path")
@@ -187,8 +211,20 @@ for hca_path in "$sysfs"/class/infiniband/*; do
         for f in state phys_state rate link_layer; do
             copy_sys "class/infiniband/$hca/ports/$port/$f"
         done
-        for f in $ib_error_counters; do
+        for f in $ib_error_counters port_xmit_packets; do
             [ -f "$port_path/counters/$f" ] && copy_sys "class/infiniband/$hca/ports/$port/counters/$f"
+        done
+        for counter in "$port_path"/hw_counters/*; do
+            [ -f "$counter" ] && copy_sys "class/infiniband/$hca/ports/$port/hw_counters/$(basename "$counter")"
+        done
+        if [ "$(cat "$port_path/link_layer" 2>/dev/null)" = Ethernet ]; then
+            case " $roce_hcas " in
+                *" $hca "*) ;;
+                *) roce_hcas="$roce_hcas $hca" ;;
+            esac
+        fi
+        for f in default_roce_tos default_roce_mode; do
+            copy_sys "kernel/config/rdma_cm/$hca/ports/$port/$f"
         done
     done
     addr=
@@ -208,9 +244,47 @@ for addr in $pci_addrs; do
     for f in current_link_speed current_link_width max_link_speed max_link_width numa_node vendor device class; do
         copy_sys "bus/pci/devices/$addr/$f"
     done
-    # network interfaces of an HCA (names only)
+    # network interfaces of an HCA: type (32 is IPoIB), operstate, class/net link, DCQCN
     for net in "$sysfs/bus/pci/devices/$addr"/net/*; do
-        [ -e "$net" ] && mkdir -p "$bundle/sys/bus/pci/devices/$addr/net/$(basename "$net")"
+        [ -e "$net" ] || continue
+        nd=$(basename "$net")
+        mkdir -p "$bundle/sys/bus/pci/devices/$addr/net/$nd" "$bundle/sys/class/net"
+        ln -sfn "../../bus/pci/devices/$addr/net/$nd" "$bundle/sys/class/net/$nd"
+        for f in type operstate; do
+            copy_sys "bus/pci/devices/$addr/net/$nd/$f"
+        done
+        for point in rp np; do
+            for prio in 0 1 2 3 4 5 6 7; do
+                copy_sys "class/net/$nd/ecn/roce_$point/enable/$prio"
+            done
+        done
+        copy_sys "class/net/$nd/ecn/roce_np/cnp_dscp"
+        copy_sys "class/net/$nd/ecn/roce_np/cnp_802p_prio"
+    done
+done
+
+# ib_ipoib loaded or not: empty directories say it
+if [ -d "$sysfs/module" ]; then
+    mkdir -p "$bundle/sys/module"
+    [ -d "$sysfs/module/ib_ipoib" ] && mkdir -p "$bundle/sys/module/ib_ipoib"
+fi
+
+# PFC and the DSCP map of each Ethernet netdev of an HCA with an Ethernet port (dcb from iproute2)
+dcb=$(command -v dcb 2>/dev/null || true)
+for d in /usr/sbin/dcb /sbin/dcb; do
+    [ -z "$dcb" ] && [ -x "$d" ] && dcb=$d
+done
+for hca in $roce_hcas; do
+    for net in "$sysfs/class/infiniband/$hca"/device/net/*; do
+        [ "$(cat "$net/type" 2>/dev/null)" = 1 ] || continue
+        nd=$(basename "$net")
+        if [ -n "$dcb" ]; then
+            run_tool "dcb-pfc-$nd.txt" "$dcb" pfc show dev "$nd"
+            run_tool "dcb-app-dscp-prio-$nd.txt" "$dcb" -N app show dev "$nd" dscp-prio
+        else
+            commands="$commands
+  dcb pfc show dev $nd, dcb -N app show dev $nd dscp-prio   (not run: no dcb on the node)"
+        fi
     done
 done
 
@@ -237,8 +311,9 @@ Machine: ${product:-unknown}
 Commands (LC_ALL=C; $limits):$commands
   $smi --query-gpu=pci.bus_id --format=csv,noheader   (GPU addresses, plus NVIDIA display/3D PCI functions in sysfs)$queries
 Sysfs root: $sysfs
-  class/infiniband/*/ports/*/{state,phys_state,rate,link_layer}, class/infiniband/*/device -> PCI address
+  class/infiniband/*/ports/*/{state,phys_state,rate,link_layer,counters/,hw_counters/}, class/infiniband/*/device -> PCI address
   bus/pci/devices/<address>/{current_link_speed,current_link_width,max_link_speed,max_link_width,numa_node,vendor,device,class,net/}
+  class/net/<netdev>/{type,operstate,ecn/}, kernel/config/rdma_cm/<hca>/ports/*, module/ib_ipoib
   devices/system/node/node*/cpulist
 GPU PCI addresses:${gpu_addrs:- none}
 NVSwitch PCI addresses:${nvswitches:- none}

@@ -313,3 +313,32 @@ def test_nvswitches_are_captured_and_read_back(tmp_path):
     facts = gather_bundle(bundle)
     assert facts['nvswitch_count'] == 1
     assert [g['pci_bus_id'] for g in facts['pci_gpus']] == ['0000:00:04.0']
+
+
+def test_a_roce_node_is_captured_and_replays_the_same_rdma_facts(tmp_path):
+    """An RDMA node (a RoCE HCA with DCQCN and rdma_cm, an InfiniBand HCA with IPoIB): the bundle gives the facts the
+    node gives, dcb outputs included (a stand-in dcb answers from real captures)."""
+    from rdma_tree import PFC3, roce_and_ib_node
+    from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
+    tmp = str(tmp_path)
+    node = roce_and_ib_node(os.path.join(tmp, 'node'))
+    bindir = os.path.join(tmp, 'bin')
+    os.makedirs(bindir)
+    with open(os.path.join(bindir, 'dcb'), 'w') as handle:
+        handle.write('#!/bin/sh\ncase "$*" in\n    "pfc show dev ens6") cat %s ;;\n'
+                     '    "-N app show dev ens6 dscp-prio") ;;\n'
+                     '    *) echo "Attribute read: No such device" >&2; exit 1 ;;\nesac\n' % real_path(PFC3))
+    os.chmod(os.path.join(bindir, 'dcb'), 0o755)
+    work = os.path.join(tmp, 'work')
+    os.makedirs(work)
+    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get('PATH', ''))
+    done = run_script(work, write_fake(tmp), os.path.join(node, 'sys'), env=env)
+    assert done.returncode == 0, done.stderr
+    bundle = os.path.join(work, 'bundle')
+    assert sorted(n for n in os.listdir(bundle) if n.startswith('dcb-')) == [
+        'dcb-app-dscp-prio-ens6.txt', 'dcb-pfc-ens6.txt']
+    captured, original = gather_bundle(bundle), gather_bundle(node)
+    assert captured['ipoib_module_loaded'] is True
+    assert captured['nics'] == original['nics']
+    assert captured['nics'][0]['roce']['pfc'] == [3]
+    assert 'dcb pfc show dev ens6 > dcb-pfc-ens6.txt   (exit status 0' in _read(os.path.join(bundle, 'capture.source'))
