@@ -57,9 +57,9 @@ options:
       - Path or name of iproute2's C(dcb) binary, run as C(dcb pfc show dev <netdev>) and
         C(dcb -N app show dev <netdev> dscp-prio) for the netdev of every NIC whose link layer is Ethernet (RoCE),
         under the same O(command_timeout). A bare name is looked up on the node's E(PATH) and the sbin directories.
-      - When it is not found, cannot run or fails (C(Attribute read: Operation not supported) on a netdev without
-        DCB), PFC and DSCP are null with the reason in C(roce.unreadable) and a warning; the checks that need them say
-        C(not checked).
+      - When it is not found, cannot run or fails (it prints C(Attribute read - Operation not supported) for a
+        netdev without DCB), PFC and DSCP are null with the reason in C(roce.unreadable) and a warning; the checks
+        that need them say C(not checked).
       - Ignored when O(bundle_dir) is set.
     type: str
     default: dcb

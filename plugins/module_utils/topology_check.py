@@ -390,8 +390,8 @@ CHECKS = (
     Check('nic_rcv_errors', 'nic_rcv_errors_max', INT,
           'most port_rcv_errors tolerated per port of the selected NICs', None, ('sysfs',), _nic_rcv_errors),
     Check('nic_retrans_ratio', 'nic_retrans_ratio_max', NUM,
-          'most RoCE retransmissions (roce_adp_retrans, local_ack_timeout_err, packet_seq_err) per sent packet, '
-          'in percent, on each Ethernet port of the selected NICs', None, ('sysfs',), _nic_retrans_ratio),
+          'most RoCE retransmissions per packet sent, in percent, on each Ethernet port of the selected NICs',
+          None, ('sysfs',), _nic_retrans_ratio),
     Check('nic_ipoib', 'nic_ipoib', BOOL,
           'whether the selected InfiniBand NICs may carry IPoIB (false: no IPoIB netdev of theirs is up)', 'rdma',
           ('sysfs',), _nic_ipoib),

@@ -62,7 +62,7 @@ options:
       - "C(nic_link_downed_max) (int): most link_downed events tolerated per port of the selected NICs."
       - "C(nic_symbol_errors_max) (int): most symbol_error counts tolerated per port of the selected NICs."
       - "C(nic_rcv_errors_max) (int): most port_rcv_errors tolerated per port of the selected NICs."
-      - "C(nic_retrans_ratio_max) (number): most RoCE retransmissions (roce_adp_retrans, local_ack_timeout_err, packet_seq_err) per sent packet, in percent, on each Ethernet port of the selected NICs."
+      - "C(nic_retrans_ratio_max) (number): most RoCE retransmissions per packet sent, in percent, on each Ethernet port of the selected NICs."
       - "C(nic_ipoib) (bool): whether the selected InfiniBand NICs may carry IPoIB (false: no IPoIB netdev of theirs is up)."
       - "C(nic_roce_dcqcn) (priority 0-7): priority on which DCQCN (roce_rp and roce_np) is enabled on every selected Ethernet NIC."
       - "C(nic_pfc_priority) (priority 0-7): the one priority with PFC on (dcb) on every selected Ethernet NIC."

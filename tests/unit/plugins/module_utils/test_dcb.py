@@ -10,14 +10,13 @@ from real_captures import real_text
 from transforms import damage_line, truncate_after_line, with_bom
 
 ALL_OFF = dict((p, False) for p in range(8))
+# the example in iproute2's dcb-pfc(8) (6.1): `dcb pfc show dev eth0`
+MAN_PFC = 'pfc-cap 8 macsec-bypass off delay 4096\nprio-pfc 0:off 1:off 2:off 3:off 4:off 5:off 6:on 7:on\n'
+NETARBITER = 'dcb/mlnx_qos-i-eth4-mlx5-trust-dscp-pfc3-netarbiter.txt'
 
 
 def pfc_on(*prios):
     return dict((p, p in prios) for p in range(8))
-
-# the example in iproute2's dcb-pfc(8) (6.1): `dcb pfc show dev eth0`
-MAN_PFC = 'pfc-cap 8 macsec-bypass off delay 4096\nprio-pfc 0:off 1:off 2:off 3:off 4:off 5:off 6:on 7:on\n'
-NETARBITER = 'dcb/mlnx_qos-i-eth4-mlx5-trust-dscp-pfc3-netarbiter.txt'
 
 
 @pytest.mark.parametrize('text, expected', [

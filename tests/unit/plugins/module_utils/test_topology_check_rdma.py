@@ -13,6 +13,7 @@ from ansible_collections.gpuops.node.plugins.module_utils.topology_check import 
     BY_KEY, owned_keys, run_checks, validate_profile)
 from rdma_tree import PFC_OFF, hca, roce_and_ib_node, write
 
+NO_DCB = 'dcb (iproute2) was not found on the node'
 RDMA_PROFILE = {'nic_ipoib': False, 'nic_roce_dcqcn': 3, 'nic_pfc_priority': 3, 'nic_symbol_errors_max': 0,
                 'nic_rcv_errors_max': 0, 'nic_retrans_ratio_max': 0.1}
 
@@ -90,8 +91,7 @@ def test_dcqcn_on_only_one_side(tmp_path):
 
 
 @pytest.mark.parametrize('change, key, why', [
-    (lambda t: nic(t, 'mlx5_0')['roce'].update(pfc=None, unreadable={'pfc': 'dcb (iproute2) was not found on the '
-                                                                         'node'}),
+    (lambda t: nic(t, 'mlx5_0')['roce'].update(pfc=None, unreadable={'pfc': NO_DCB}),
      'nic_pfc_priority', 'PFC of mlx5_0 could not be read: dcb (iproute2) was not found on the node'),
     (lambda t: nic(t, 'mlx5_0')['roce'].update(ecn=None, unreadable={'ecn': 'class/net/ens6/ecn does not exist'}),
      'nic_roce_dcqcn', 'DCQCN of mlx5_0 could not be read: class/net/ens6/ecn does not exist'),
