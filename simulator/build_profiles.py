@@ -30,10 +30,12 @@ import sys
 import uuid
 
 try:
+    from . import build_rdma as BR
     from . import bundle as B
     from . import nvidia_smi as N
 except ImportError:  # run as a script, or from a copy of the directory under another name
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import build_rdma as BR  # noqa: E402
     import bundle as B  # noqa: E402
     import nvidia_smi as N  # noqa: E402
 
@@ -749,6 +751,7 @@ def profile_h100():
                           'gpu': gpu, 'link_layer': values['link_layer'], 'rate': values['rate'],
                           'numa_node': -1})
 
+    rdma_derivations, rdma_synthetic = BR.add_rdma(tree, src, REPO, nics_meta)
     tables = mig_tables(src, ['h100'])
     compute_nics = [n['name'] for n in nics_meta if n['role'] == 'compute']
     meta = {
@@ -805,6 +808,8 @@ def profile_h100():
             'gpu_nic_relation_max': 'PIX', 'numa_balance': False,
         },
     }
+    meta['derivations'].extend(rdma_derivations)
+    meta['synthetic'].extend(rdma_synthetic)
     return finish(tree, meta, src, tables)
 
 
@@ -845,10 +850,12 @@ def profile_a100():
     numa = dict((int(g[3:]), n) for g, n in affinity.items())
     gpu_sysfs(tree, xml_text, numa)
 
-    ports = parse_ibstatus(read_real(src.use(
+    ibstatus = read_real(src.use(
         SRC_A100_IBSTATUS, 'port values: HDR InfiniBand rails (state "4: ACTIVE", phys "5: LinkUp", rate '
                            '"200 Gb/sec (4X HDR)") for the compute NICs; the Ethernet port (mlx5_8: rate '
-                           '"40 Gb/sec (4X QDR)", link_layer Ethernet) for the storage NICs')))
+                           '"40 Gb/sec (4X QDR)", link_layer Ethernet) for the storage NICs; the default GIDs of '
+                           'mlx5_0..mlx5_7 in order as the port GUIDs of the compute NICs (IPoIB addresses)'))
+    ports = parse_ibstatus(ibstatus)
     rail = {'state': ports['mlx5_0']['state'], 'phys_state': ports['mlx5_0']['phys state'],
             'rate': ports['mlx5_0']['rate'], 'link_layer': ports['mlx5_0']['link_layer']}
     eth = {'state': ports['mlx5_8']['state'], 'phys_state': ports['mlx5_8']['phys state'],
@@ -873,6 +880,10 @@ def profile_a100():
         nics_meta.append({'name': nic, 'matrix_column': nic, 'role': role, 'pci': address,
                           'gpus': near, 'link_layer': values['link_layer'], 'rate': values['rate'],
                           'numa_node': nic_numa})
+    gids = BR.ibstatus_gids(ibstatus)
+    compute_ib = [n['name'] for n in nics_meta if n['role'] == 'compute']
+    rdma_derivations, rdma_synthetic = BR.add_rdma(
+        tree, src, REPO, nics_meta, guids=dict((nic, gid) for nic, (_dev, gid) in zip(compute_ib, gids)))
     tables = mig_tables(src, ['a100'])
     compute_nics = [n['name'] for n in nics_meta if n['role'] == 'compute']
     meta = {
@@ -919,6 +930,8 @@ def profile_a100():
             'gpu_nic_relation_max': 'PXB', 'numa_balance': True,
         },
     }
+    meta['derivations'].extend(rdma_derivations)
+    meta['synthetic'].extend(rdma_synthetic)
     return finish(tree, meta, src, tables)
 
 
@@ -948,7 +961,8 @@ def profile_pcie():
     # NIC column and row derived by code; Legend and NIC Legend blocks from the same-era H100 capture
     devinfo = parse_ibv_devinfo(read_real(src.use(
         SRC_ROCE_DEVINFO, 'the RoCE NIC: name rocep1s0f0 (an ACTIVE port), fw_ver 28.45.4028, board_id '
-                          'NVD0000000087, node_guid, link_layer Ethernet, vendor_part_id 4129 (ConnectX-7)')))
+                          'NVD0000000087, node_guid (and from it the netdev\'s Ethernet address), link_layer '
+                          'Ethernet, vendor_part_id 4129 (ConnectX-7)')))
     nic_name = 'rocep1s0f0'
     hca = devinfo[nic_name]
     ncols = len(topo.devices)
@@ -978,6 +992,13 @@ def profile_pcie():
                device='0x%04x' % int(hca['vendor_part_id']), pci_class='0x020000')
     ib_device(tree, nic_name, address, values, {'fw_ver': hca['fw_ver'], 'board_id': hca['board_id'],
                                                 'node_guid': hca['node_guid']})
+    netdevs = BR.parse_ibdev2netdev(read_real(src.use(
+        BR.SRC_IBDEV2NETDEV, 'the netdev of rocep1s0f0: "rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)"')))
+    nics_meta = [{'name': nic_name, 'matrix_column': 'NIC0', 'role': 'compute', 'pci': address, 'gpus': [],
+                  'link_layer': values['link_layer'], 'rate': values['rate'], 'numa_node': 0}]
+    rdma_derivations, rdma_synthetic = BR.add_rdma(
+        tree, src, REPO, nics_meta, netdev_names={nic_name: netdevs[nic_name][1]},
+        node_guids={nic_name: hca['node_guid']})
     meta = {
         'name': name,
         'node_class': 'pcie_p100',
@@ -989,8 +1010,7 @@ def profile_pcie():
         'counts': {'gpus': 4, 'nvlinks_per_gpu': 0, 'nics': 1, 'compute_nics': 1, 'numa_nodes': 1},
         'nvlink': {'relation': None, 'links_per_gpu': 0, 'link_speed': None},
         'gpus': [dict(f, numa_node=0) for f in facts],
-        'nics': [{'name': nic_name, 'matrix_column': 'NIC0', 'role': 'compute', 'pci': address, 'gpus': [],
-                  'link_layer': values['link_layer'], 'rate': values['rate'], 'numa_node': 0}],
+        'nics': nics_meta,
         'derivations': [
             'every GPU is the real P100 <gpu> element; GPU i: UUID = captured UUID for i=0 else GPU-uuid5(URL, '
             '"gpuops-sim:<profile>:<captured uuid>:<i>"), serial = captured serial + i (13 digits), minor number '
@@ -1016,9 +1036,11 @@ def profile_pcie():
             'pcie_width_min': 16, 'ecc_mode': 'Enabled',
             'compute_mode': 'Default', 'max_ecc_uncorrected': 0, 'allow_retired_pages_pending': False,
             'nic_count': 1, 'nic_port_state': 'ACTIVE', 'nic_link_layer': 'Ethernet', 'nic_rate_min_gbps': 200,
-            'gpu_nic_relation_max': 'PHB', 'numa_balance': False,
+            'gpu_nic_relation_max': 'PHB', 'numa_balance': False, 'nic_retrans_ratio_max': 0.1,
         },
     }
+    meta['derivations'].extend(rdma_derivations)
+    meta['synthetic'].extend(rdma_synthetic)
     return finish(tree, meta, src, {})
 
 

@@ -79,6 +79,7 @@ FAULT_CHECKS = {
     'mig_unexpected': ('mig_mode',),
     'nvlink_down': ('nvlink_active_links', 'nvlink_relation'),
     'pcie_downtrained': ('pcie_gen', 'pcie_width'),
+    'roce_retrans_high': ('nic_retrans_ratio',),
 }
 
 

@@ -29,10 +29,12 @@ import sys
 try:
     from . import bundle as B
     from . import nvidia_smi as N
+    from . import sim_rdma as R
 except ImportError:  # run as a script, or from a copy of the directory under another name
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import bundle as B  # noqa: E402
     import nvidia_smi as N  # noqa: E402
+    import sim_rdma as R  # noqa: E402
 
 # The exact text nvidia-smi prints when the kernel module is not loaded
 # (tests/fixtures/real/nvsmi-errors/couldnt-communicate-with-driver-a100-module-not-loaded.txt).
@@ -247,7 +249,8 @@ def _pcie_downtrained(tree, gpu=1, width=8, gen=None):
 def _ib_port_down(tree, nic=None, phys_state='Disabled'):
     """One compute NIC port down: sysfs state "1: DOWN", phys_state "3: Disabled" (or "2: Polling").
 
-    Default NIC: the first compute NIC of profile.yml. Rate and link layer are left as they were.
+    Default NIC: the first compute NIC of profile.yml. Rate and link layer are left as they were; the
+    Ethernet netdev of a RoCE NIC gets operstate "down".
     """
     if phys_state not in PORT_DOWN_PHYS:
         raise FaultError('phys_state must be one of %s' % ', '.join(sorted(PORT_DOWN_PHYS)))
@@ -261,7 +264,45 @@ def _ib_port_down(tree, nic=None, phys_state='Disabled'):
         raise FaultError('no NIC %s in sys/class/infiniband' % nic)
     B.put_text(tree, base + 'state', '1: DOWN\n')
     B.put_text(tree, base + 'phys_state', PORT_DOWN_PHYS[phys_state] + '\n')
+    for hca in _rdma(tree).get('hcas') or []:
+        if hca['name'] == nic and hca.get('netdev'):
+            B.put_text(tree, 'sys/%s/operstate' % R.netdev_rel(hca, hca['netdev']), 'down\n')
     return {'nic': nic}
+
+
+def _rdma(tree):
+    return json.loads(B.text(tree, R.RDMA_FILE)) if R.RDMA_FILE in tree else {}
+
+
+def _roce_retrans_high(tree, nic=None):
+    """The RoCE port retransmits: 1% of the packets it sends.
+
+    Its hw_counters roce_adp_retrans, local_ack_timeout_err, packet_seq_err and out_of_sequence each
+    grow by 1% of its counters/port_xmit_packets (so the retransmission ratio of the installed node is
+    already high), and sim/rdma.json arms the fault: while traffic flows (gpuops-sim-traffic.service) the
+    four counters keep growing by 1% of the packets sent. Default NIC: the first Ethernet compute NIC (a
+    profile without one needs ``nic``). ``gpuops-sim fault roce_retrans_high`` arms the growth alone at run
+    time.
+    """
+    rdma = _rdma(tree)
+    try:
+        hca = R.resolve_roce_hca(rdma or None, nic)
+    except R.RdmaError as exc:
+        raise FaultError(str(exc))
+    base = 'sys/%s/' % R.port_rel(hca, hca['ports'][0])
+    sent = B.text(tree, base + 'counters/port_xmit_packets').strip() if base + 'counters/port_xmit_packets' in \
+        tree else ''
+    if not sent.isdigit():
+        raise FaultError('%s has no counters/port_xmit_packets' % hca['name'])
+    for name in R.RETRANS_COUNTERS:
+        rel = base + 'hw_counters/' + name
+        if rel not in tree:
+            raise FaultError('%s has no hw_counters/%s' % (hca['name'], name))
+        B.put_text(tree, rel, '%d\n' % (int(B.text(tree, rel)) + int(sent) // R.RETRANS_PER_PACKETS))
+    faults = rdma.setdefault('faults', {})
+    faults['roce_retrans_high'] = sorted(set(faults.get('roce_retrans_high', [])) | {hca['name']})
+    B.put_text(tree, R.RDMA_FILE, json.dumps(rdma, indent=2, sort_keys=True) + '\n')
+    return {'nic': hca['name']}
 
 
 def _ecc_uncorrectable(tree, gpu=1, count=1):
@@ -357,7 +398,8 @@ _register('pcie_downtrained', _pcie_downtrained,
           {'gpu': 'GPU index (default 1)', 'width': 'link width (default 8)',
            'gen': 'link generation (default 3, or max-1 when max <= 3)'})
 _register('ib_port_down', _ib_port_down,
-          'One compute NIC port DOWN in sysfs: state "1: DOWN", phys_state "3: Disabled" (or "2: Polling")',
+          'One compute NIC port DOWN in sysfs: state "1: DOWN", phys_state "3: Disabled" (or "2: Polling"); a RoCE '
+          'NIC\'s netdev operstate "down"',
           {'nic': 'RDMA device name (default the first compute NIC)',
            'phys_state': 'Disabled (default) or Polling'})
 _register('ecc_uncorrectable', _ecc_uncorrectable,
@@ -366,6 +408,10 @@ _register('ecc_uncorrectable', _ecc_uncorrectable,
           {'gpu': 'GPU index (default 1)', 'count': 'number of errors (default 1)'})
 _register('mig_unexpected', _mig_unexpected,
           'MIG mode current and pending Enabled on one GPU', {'gpu': 'GPU index (default 1)'})
+_register('roce_retrans_high', _roce_retrans_high,
+          'One RoCE port retransmits 1% of its packets: hw_counters roce_adp_retrans, local_ack_timeout_err, '
+          'packet_seq_err, out_of_sequence at 1% of port_xmit_packets and growing with the traffic',
+          {'nic': 'RDMA device name of an Ethernet-link-layer NIC (default the first Ethernet compute NIC)'})
 _register('driver_not_loaded', _driver_not_loaded,
           "Driver not loaded: every nvidia-smi call prints the real \"couldn't communicate with the NVIDIA "
           "driver\" text and exits 9", {})

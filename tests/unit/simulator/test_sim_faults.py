@@ -52,7 +52,7 @@ def _strip_gpu(gpu):
 
 def test_registry():
     assert sorted(F.FAULTS) == ['driver_not_loaded', 'ecc_uncorrectable', 'gpu_missing', 'ib_port_down',
-                                'mig_unexpected', 'nvlink_down', 'pcie_downtrained']
+                                'mig_unexpected', 'nvlink_down', 'pcie_downtrained', 'roce_retrans_high']
     for name, fault in F.FAULTS.items():
         assert fault.description and '\n' not in fault.description
         assert getattr(F, name) is fault and callable(fault)
@@ -163,8 +163,11 @@ def test_ib_port_down(tmp_path, phys, text):
 def test_ib_port_down_named_nic_and_roce():
     _base, tree, _changed = _apply(A100, 'ib_port_down', nic='mlx5_7')
     assert B.text(tree, 'sys/class/infiniband/mlx5_7/ports/1/state') == '1: DOWN\n'
-    _base, tree, _changed = _apply(PCIE, 'ib_port_down')
+    _base, tree, changed = _apply(PCIE, 'ib_port_down')
     assert B.text(tree, 'sys/class/infiniband/rocep1s0f0/ports/1/state') == '1: DOWN\n'
+    # the RoCE NIC's Ethernet netdev goes down with its port
+    netdev = 'sys/bus/pci/devices/0000:01:00.0/net/enp1s0f0np0/operstate'
+    assert B.text(tree, netdev) == 'down\n' and netdev in changed
     with pytest.raises(F.FaultError):
         _apply(H100, 'ib_port_down', nic='mlx5_99')
 
