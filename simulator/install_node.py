@@ -17,6 +17,11 @@ Writes, under ``--root``:
   ``sysfs_root`` option here
 * removes ``/var/lib/gpuops-sim/state.json`` (a fresh node) unless ``--keep-state``
 
+A profile with HCAs (``sim/rdma.json``) also gets ``/usr/local/sbin/dcb`` (the dcb stand-in, sim_dcb.py),
+``gpuops-sim-rdma.service`` (resets the RDMA state at every boot: sim_rdma.py boot) and
+``gpuops-sim-traffic.service`` (traffic on the ACTIVE ports), on bare and replayed nodes alike; the
+install runs that boot itself when it changed the node (simulator/README.md, "RDMA state").
+
 ``--bare`` installs a node without NVIDIA user space (no ``/usr/bin/nvidia-smi``) whose driver is
 emulated: the profile's ``sim/runtime.json`` says ``"driver": "emulated"``, the simulator's modules
 go to ``/usr/share/gpuops-sim/lib/``, the files NVIDIA packages ship are diverted (``dpkg-divert
@@ -65,6 +70,13 @@ except ImportError:  # a copy of the simulator without the driver emulation: rep
         import sim_driver as D  # noqa: E402
     except ImportError:
         D = None
+try:
+    from . import sim_rdma as R
+except ImportError:  # a copy without the RDMA simulation: no dcb stand-in, no RDMA units
+    try:
+        import sim_rdma as R  # noqa: E402
+    except ImportError:
+        R = None
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NVIDIA_SMI = 'usr/bin/nvidia-smi'
@@ -75,7 +87,7 @@ STATE = N.DEFAULT_STATE
 
 # --bare
 LIB = 'usr/share/gpuops-sim/lib'
-LIB_MODULES = ('nvidia_smi.py', 'sim_driver.py', 'sim_daemons.py')
+LIB_MODULES = ('nvidia_smi.py', 'sim_driver.py', 'sim_daemons.py', 'sim_rdma.py', 'sim_dcb.py', 'sim_iproute2.py')
 STANDIN_SOURCES = (('standin-nvidia-smi', 'nvidia_smi.py'), ('standin-daemon', 'sim_daemons.py'))
 DPKG_HOOK = 'etc/dpkg/dpkg.cfg.d/gpuops-sim'
 APT_HOOK = 'etc/apt/apt.conf.d/80gpuops-sim'
@@ -107,6 +119,47 @@ ExecStart=/usr/local/sbin/gpuops-sim boot
 
 [Install]
 WantedBy=sysinit.target
+'''
+
+
+# RDMA (profiles with sim/rdma.json)
+DCB = 'usr/local/sbin/dcb'
+RDMA_UNIT_NAME = 'gpuops-sim-rdma.service'
+TRAFFIC_UNIT_NAME = 'gpuops-sim-traffic.service'
+RDMA_UNITS = (('etc/systemd/system/' + RDMA_UNIT_NAME, 'etc/systemd/system/sysinit.target.wants/' + RDMA_UNIT_NAME),
+              ('etc/systemd/system/' + TRAFFIC_UNIT_NAME,
+               'etc/systemd/system/multi-user.target.wants/' + TRAFFIC_UNIT_NAME))
+# Before the network is configured and before rdma-core's and OFED's module loading, so that a site's unit
+# ordered After=network.target (or the rdma units) sees the state of a fresh boot.
+RDMA_UNIT_TEXT = '''[Unit]
+Description=gpuops-sim: RDMA state of the simulated HCAs after a boot (simulator/README.md)
+DefaultDependencies=no
+After=local-fs.target gpuops-sim-driver.service
+Before=sysinit.target shutdown.target network-pre.target rdma-hw.target rdma-load-modules@infiniband.service
+Before=openibd.service gpuops-sim-traffic.service
+Wants=network-pre.target
+Conflicts=shutdown.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=%(python)s /usr/share/gpuops-sim/lib/sim_rdma.py boot
+
+[Install]
+WantedBy=sysinit.target
+'''
+TRAFFIC_UNIT_TEXT = '''[Unit]
+Description=gpuops-sim: traffic on the simulated HCA ports (simulator/README.md)
+After=gpuops-sim-rdma.service
+
+[Service]
+Type=simple
+ExecStart=%(python)s /usr/share/gpuops-sim/lib/sim_rdma.py traffic
+Restart=always
+RestartSec=1
+
+[Install]
+WantedBy=multi-user.target
 '''
 
 
@@ -159,6 +212,7 @@ def install(profile_dir, root='/', faults=(), python='/usr/bin/python3', keep_st
         runtime['driver'] = 'emulated'
         B.put_text(tree, N.RUNTIME_FILE, json.dumps(runtime, indent=2, sort_keys=True) + '\n')
     sys_tree = dict((rel[len('sys/'):], value) for rel, value in tree.items() if rel.startswith('sys/'))
+    rdma = json.loads(B.text(tree, R.RDMA_FILE)) if R is not None and R.RDMA_FILE in tree else None
     smi = script(python)
     paths = {
         'nvidia_smi': os.path.join(root, NVIDIA_SMI),
@@ -170,10 +224,11 @@ def install(profile_dir, root='/', faults=(), python='/usr/bin/python3', keep_st
     changed = False
     if not bare and os.path.lexists(os.path.join(root, UNIT)):
         changed = bool(uninstall_bare(root)['removed'])
-    if not _same_tree(tree, paths['profile']):
+    profile_changed = not _same_tree(tree, paths['profile'])
+    if profile_changed:
         B.write_tree(tree, paths['profile'])
         changed = True
-    if not _same_tree(sys_tree, paths['sysfs_root']):
+    if profile_changed or not _same_sysfs(sys_tree, paths['sysfs_root'], rdma):
         B.write_tree(sys_tree, paths['sysfs_root'])
         changed = True
     for key in ('admin',) if bare else ('nvidia_smi', 'admin'):
@@ -184,6 +239,10 @@ def install(profile_dir, root='/', faults=(), python='/usr/bin/python3', keep_st
         del paths['nvidia_smi']
     if D is not None:
         changed = _install_lib(root, python, bare) or changed
+    if rdma is not None:
+        changed = _install_rdma(root, python) or changed
+    elif R is not None and os.path.lexists(os.path.join(root, RDMA_UNITS[0][0])):
+        changed = bool(uninstall_rdma(root)['removed']) or changed
     state_dir = os.path.dirname(paths['state'])
     if not os.path.isdir(state_dir):
         os.makedirs(state_dir)
@@ -195,7 +254,80 @@ def install(profile_dir, root='/', faults=(), python='/usr/bin/python3', keep_st
     summary.update(paths)
     if bare:
         summary.update(_finish_bare(root, changed))
+    if rdma is not None:
+        summary.update(_finish_rdma(root, changed))
     return summary
+
+
+def _same_sysfs(sys_tree, path, rdma):
+    """The installed sysfs tree is the profile's, apart from what changes at run time (counters, ECN, configfs,
+    ib_ipoib and its netdevs)."""
+    if not os.path.isdir(path):
+        return False
+    if rdma is None:
+        return B.read_tree(path) == sys_tree
+
+    def static(tree):
+        return dict((rel, value) for rel, value in tree.items() if not R.runtime_path(rel, rdma))
+    return static(B.read_tree(path)) == static(sys_tree)
+
+
+# ---------------------------------------------------------------------------
+# RDMA: dcb stand-in, boot and traffic units
+# ---------------------------------------------------------------------------
+
+def _install_rdma(root, python):
+    """/usr/local/sbin/dcb and the two units (enabled by their wants links); True when something changed."""
+    changed = False
+    files = [(DCB, script(python, 'sim_dcb.py'), 0o755)]
+    files += [(unit, (text % {'python': python}).encode(), 0o644)
+              for (unit, _wants), text in zip(RDMA_UNITS, (RDMA_UNIT_TEXT, TRAFFIC_UNIT_TEXT))]
+    for rel, content, mode in files:
+        path = os.path.join(root, rel)
+        if not _same_file(content, path) or stat.S_IMODE(os.stat(path).st_mode) != mode:
+            _write_exec(content, path)
+            os.chmod(path, mode)
+            changed = True
+    for unit, wants in RDMA_UNITS:
+        link = os.path.join(root, wants)
+        if not os.path.islink(link):
+            if not os.path.isdir(os.path.dirname(link)):
+                os.makedirs(os.path.dirname(link))
+            os.symlink('../' + os.path.basename(unit), link)
+            changed = True
+    return changed
+
+
+def _systemd(root):
+    return live(root) and os.path.isdir('/run/systemd/system')
+
+
+def _finish_rdma(root, changed):
+    """The state of a boot when the node changed (or never booted), and the traffic source running."""
+    booted = None
+    if changed or not os.path.isfile(os.path.join(root, R.BOOT_FILE)):
+        booted = R.boot(root)
+    if _systemd(root):
+        _command(['systemctl', 'daemon-reload'])
+        _command(['systemctl', 'restart' if changed else 'start', TRAFFIC_UNIT_NAME])
+    return {'dcb': os.path.join(root, DCB), 'rdma_boot': booted,
+            'rdma_units': [os.path.join(root, unit) for unit, _wants in RDMA_UNITS]}
+
+
+def uninstall_rdma(root='/'):
+    """Remove the dcb stand-in, the RDMA units and the RDMA run-time files."""
+    removed = []
+    if _systemd(root) and os.path.lexists(os.path.join(root, RDMA_UNITS[1][0])):
+        _command(['systemctl', 'stop', TRAFFIC_UNIT_NAME])
+    files = [DCB] + [rel for pair in RDMA_UNITS for rel in reversed(pair)]
+    trees = []
+    if R is not None:
+        files += [R.FAULTS_FILE, R.BOOT_FILE, R.DCB_STATE, R.DCB_STATE + '.lock', R.LOCK]
+        trees += [R.TMP]
+    _remove(root, files, trees, removed)
+    if removed and _systemd(root):
+        _command(['systemctl', 'daemon-reload'])
+    return {'removed': removed}
 
 
 # ---------------------------------------------------------------------------
@@ -341,6 +473,7 @@ def _remove(root, files, trees, removed):
 
 def uninstall(root='/'):
     removed = uninstall_bare(root)['removed'] if os.path.lexists(os.path.join(root, UNIT)) else []
+    removed += uninstall_rdma(root)['removed']
     _remove(root, (NVIDIA_SMI, ADMIN, STATE, STATE + '.lock'), (PROFILE, SYSFS, LIB), removed)
     return {'changed': bool(removed), 'removed': removed}
 

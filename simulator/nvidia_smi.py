@@ -46,6 +46,13 @@ except ImportError:  # run as a script: beside this file, or installed under the
             sys.path.insert(0, _lib)
             import sim_driver as D  # noqa: E402
             break
+try:  # RDMA state of the HCAs (simulator/sim_rdma.py): gpuops-sim fault, RDMA reset on reboot
+    from . import sim_rdma as R
+except ImportError:
+    try:
+        import sim_rdma as R  # noqa: E402
+    except ImportError:
+        R = None
 
 SIM_VERSION = 1
 DEFAULT_PROFILE = 'usr/share/gpuops-sim/profile'
@@ -1831,9 +1838,12 @@ def render_table(profile, state, gpus, blocks):
 # gpuops-sim admin tool
 # ---------------------------------------------------------------------------
 
-ADMIN_USAGE = ('usage: gpuops-sim {reboot|busy GPU [PID [NAME]]|idle GPU|state|reset-state|profile|boot|sync}\n'
+ADMIN_USAGE = ('usage: gpuops-sim {reboot|busy GPU [PID [NAME]]|idle GPU|state|reset-state|profile|boot|sync|fault}\n'
                '  reboot       apply pending MIG modes; GPU/compute instances, persistence and compute\n'
-               '               mode return to their boot values (as on a real reboot); on a bare node: boot\n'
+               '               mode return to their boot values (as on a real reboot); on a bare node: boot;\n'
+               '               the HCAs\' RDMA state as after a boot (sim_rdma.py)\n'
+               '  fault [roce_retrans_high [nic=HCA] | clear]\n'
+               '               arm a fault at run time (gpuops-sim fault -h), or list the armed ones\n'
                '  busy GPU     mark GPU (index) as in use: -mig then only sets the pending mode; with PID\n'
                '               (and NAME, default python3) -q -x also lists that compute process\n'
                '  idle GPU     clear the busy mark and the processes\n'
@@ -1848,8 +1858,17 @@ ADMIN_USAGE = ('usage: gpuops-sim {reboot|busy GPU [PID [NAME]]|idle GPU|state|r
 def admin(argv, profile_dir, state_file):
     if not argv or argv[0] in ('-h', '--help'):
         return Result(0 if argv else 2, ADMIN_USAGE)
-    profile = Profile(profile_dir)
     cmd = argv[0]
+    if cmd == 'fault':
+        if R is None:
+            return Result(1, '', 'gpuops-sim: fault needs sim_rdma.py\n')
+        return Result(*R.admin_fault(argv[1:]))
+    if cmd == 'reboot' and R is not None:
+        try:
+            R.boot(R.D.sim_root())
+        except (R.RdmaError, OSError) as exc:
+            return Result(1, '', 'gpuops-sim: reboot: %s\n' % exc)
+    profile = Profile(profile_dir)
     if cmd == 'profile':
         path = os.path.join(profile_dir, 'profile.yml')
         return Result(0, _read(path) if os.path.isfile(path) else '')

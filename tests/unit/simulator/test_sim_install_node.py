@@ -73,11 +73,12 @@ def test_live_gather_on_installed_node_equals_bundle_gather(tmp_path):
         for fault in faults:
             args += ['--fault', fault]
         summary = _install(root, *args)
-        live = gather_live(_runner(root), summary['nvidia_smi'], summary['sysfs_root'])
+        live = gather_live(_runner(root), summary['nvidia_smi'], summary['sysfs_root'], dcb=summary['dcb'])
         bundle = gather_bundle(summary['profile'])
         # the same facts; only the outputs' sources differ (commands on the node, files in the bundle)
         assert [o['source'] for o in live['outputs'].values()] == [
             'nvidia-smi -q -x', 'nvidia-smi topo -m', 'nvidia-smi nvlink -s']
+        assert live['warnings'] == []
         assert [o['source'] for o in bundle['outputs'].values()] == [
             'nvidia-smi-q-x.xml', 'nvidia-smi-topo-m.txt', 'nvidia-smi-nvlink-s.txt']
         for facts in (live, bundle):
