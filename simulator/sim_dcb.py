@@ -267,7 +267,7 @@ def cmd_pfc_set(out, device, argv, opts):
         if matches(arg, 'prio-pfc') == 0:
             bits = [pfc_en]
 
-            def mapping(out_, key, value, bits=bits):
+            def mapping(out_, key, value):
                 enabled = parse_on_off(out_, 'PFC', value)
                 keys = []
                 if enabled is None or not dcb_parse_mapping(out_, 'PRIO', key, 7, 'PFC', 0, 2 ** 64 - 1, keys):
@@ -401,9 +401,9 @@ def parse_app(out, argv, names):
             out_.stderr("The values `%s' uses non-DSCP bits.\n" % text)
             return None
         return key >> 2
-    keywords = (('help', None), ('ethtype-prio', (key_num, prio_mapping('ETHTYPE', 0xFFFF, SEL_ETHERTYPE,
-                                                                         ethtype_check))),
-                ('default-prio', 'default'), ('dscp-prio', (dscp_key, prio_mapping('DSCP', 63, SEL_DSCP))),
+    ethtype = prio_mapping('ETHTYPE', 0xFFFF, SEL_ETHERTYPE, ethtype_check)
+    keywords = (('help', None), ('ethtype-prio', (key_num, ethtype)), ('default-prio', 'default'),
+                ('dscp-prio', (dscp_key, prio_mapping('DSCP', 63, SEL_DSCP))),
                 ('stream-port-prio', (key_num, prio_mapping('PORT', 0xFFFF, SEL_STREAM, port_check))),
                 ('dgram-port-prio', (key_num, prio_mapping('PORT', 0xFFFF, SEL_DGRAM, port_check))),
                 ('port-prio', (key_num, prio_mapping('PORT', 0xFFFF, SEL_ANY, port_check))))

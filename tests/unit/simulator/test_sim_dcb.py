@@ -99,7 +99,8 @@ def test_pfc_show_and_set(node):
     assert stats[2:] == ['requests 0:0 1:0 2:0 3:0 4:0 5:0 6:0 7:0 ', 'indications 0:0 1:0 2:0 3:0 4:0 5:0 6:0 7:0 ']
     # 4:on 4:off: the last mapping wins; all: the whole map; on/off by prefix
     assert node('pfc', 'set', 'dev', DEV, 'prio-pfc', '4:on', '4:of', 'a:o', '6:on') == (0, '', '')
-    assert node('pfc', 'show', 'dev', DEV, 'prio-pfc')[1] == 'prio-pfc 0:off 1:off 2:off 3:off 4:off 5:off 6:on 7:off \n'
+    assert node('pfc', 'show', 'dev', DEV, 'prio-pfc')[1] == (
+        'prio-pfc 0:off 1:off 2:off 3:off 4:off 5:off 6:on 7:off \n')
     # mlx5: the delay is the cable length (kept below 1000), MACsec bypass is not kept
     assert node('pfc', 'set', 'dev', DEV, 'delay', '0x10', 'macsec-bypass', 'on') == (0, '', '')
     assert node('pfc', 'show', 'dev', DEV)[1].splitlines()[0] == 'pfc-cap 8 macsec-bypass off delay 16 '

@@ -188,8 +188,8 @@ def test_boot_puts_back_what_a_reboot_resets(tmp_path):
     assert (done['ecn'], done['rdma_cm'], done['dcb']) == (['enp1s0f0np0'], ['rocep1s0f0'], ['enp1s0f0np0'])
     assert read(root, ROCE + '/counters/port_xmit_packets') == pristine
     assert read(root, NETDEV + '/ecn/roce_rp/enable/3') == '1\n'
-    assert read(root, NETDEV + '/ecn/roce_np/cnp_dscp') == '48\n' and read(root, NETDEV + '/ecn/roce_np/cnp_802p_prio') \
-        == '6\n'
+    assert read(root, NETDEV + '/ecn/roce_np/cnp_dscp') == '48\n'
+    assert read(root, NETDEV + '/ecn/roce_np/cnp_802p_prio') == '6\n'
     assert read(root, 'kernel/config/rdma_cm/rocep1s0f0/ports/1/default_roce_tos') == '0\n'
     assert read(root, 'kernel/config/rdma_cm/rocep1s0f0/ports/1/default_roce_mode') == 'RoCE v2\n'
     assert os.listdir(sysfs(root, 'kernel/config/rdma_cm')) == ['rocep1s0f0']
