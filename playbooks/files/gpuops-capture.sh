@@ -26,7 +26,7 @@
 #       (or device/numa_node when the HCA has no PCI address)
 #   sys/bus/pci/devices/<address>/{current_link_speed,current_link_width,max_link_speed,
 #       max_link_width,numa_node,vendor,device,class}   for every GPU, NVSwitch and HCA
-#   sys/bus/pci/devices/<address>/net/<netdev>/{type,operstate}, sys/class/net/<netdev> -> that directory,
+#   sys/bus/pci/devices/<address>/net/<netdev>/{type,operstate,flags}, sys/class/net/<netdev> -> that directory,
 #       and its DCQCN files ecn/roce_{rp,np}/enable/<0-7>, ecn/roce_np/cnp_{dscp,802p_prio}
 #   sys/kernel/config/rdma_cm/<hca>/ports/<n>/default_roce_{tos,mode}   when the HCA's configfs directory exists
 #   sys/module/ (empty) and sys/module/ib_ipoib/ (empty, when ib_ipoib is loaded)
@@ -250,7 +250,7 @@ for addr in $pci_addrs; do
         nd=$(basename "$net")
         mkdir -p "$bundle/sys/bus/pci/devices/$addr/net/$nd" "$bundle/sys/class/net"
         ln -sfn "../../bus/pci/devices/$addr/net/$nd" "$bundle/sys/class/net/$nd"
-        for f in type operstate; do
+        for f in type operstate flags; do
             copy_sys "bus/pci/devices/$addr/net/$nd/$f"
         done
         for point in rp np; do
@@ -313,7 +313,7 @@ Commands (LC_ALL=C; $limits):$commands
 Sysfs root: $sysfs
   class/infiniband/*/ports/*/{state,phys_state,rate,link_layer,counters/,hw_counters/}, class/infiniband/*/device -> PCI address
   bus/pci/devices/<address>/{current_link_speed,current_link_width,max_link_speed,max_link_width,numa_node,vendor,device,class,net/}
-  class/net/<netdev>/{type,operstate,ecn/}, kernel/config/rdma_cm/<hca>/ports/*, module/ib_ipoib
+  class/net/<netdev>/{type,operstate,flags,ecn/}, kernel/config/rdma_cm/<hca>/ports/*, module/ib_ipoib
   devices/system/node/node*/cpulist
 GPU PCI addresses:${gpu_addrs:- none}
 NVSwitch PCI addresses:${nvswitches:- none}

@@ -29,6 +29,7 @@ from ansible_collections.gpuops.node.plugins.module_utils.sysfs import read_valu
 # netdev ``type`` (ARPHRD_*) of an IPoIB netdev
 ARPHRD_INFINIBAND = 32
 ARPHRD_ETHER = 1
+IFF_UP = 0x1
 ECN_POINTS = ('rp', 'np')
 CNP_VALUES = ('cnp_dscp', 'cnp_802p_prio')
 RDMA_CM_VALUES = ('default_roce_tos', 'default_roce_mode')
@@ -94,7 +95,6 @@ def ipoib_netdevs(sysfs_root, hca, warnings=None):
 
 
 # operstate values of a netdev that carries no traffic: set down, its link down, or its device gone
-DOWN_STATES = ('down', 'lowerlayerdown', 'notpresent')
 
 
 def netdev_operstate(sysfs_root, netdev, warnings=None):
@@ -104,15 +104,30 @@ def netdev_operstate(sysfs_root, netdev, warnings=None):
     return value.lower() if value else None
 
 
+def netdev_flags(sysfs_root, netdev, warnings=None):
+    """``class/net/<netdev>/flags`` (``0x1003``) as an int, None when absent or not hexadecimal."""
+    sink = warnings if warnings is not None else []
+    path = os.path.join(netdev_dir(sysfs_root, netdev), 'flags')
+    value = read_value(path, sink)
+    if value is None:
+        return None
+    try:
+        return int(value, 16)
+    except ValueError:
+        sink.append('sysfs %s: expected a hexadecimal number, got %r' % (path, value))
+        return None
+
+
 def active_netdevs(sysfs_root, names, warnings=None):
-    """Those of ``names`` not down (operstate other than down, lowerlayerdown, notpresent); None when an
-    operstate cannot be read."""
+    """Those of ``names`` administratively up (``IFF_UP`` in ``flags``), whatever their link; None when the flags
+    of one cannot be read. An interface that is up with its link down still carries traffic once the link comes
+    up."""
     active = []
     for name in names:
-        state = netdev_operstate(sysfs_root, name, warnings)
-        if state is None:
+        flags = netdev_flags(sysfs_root, name, warnings)
+        if flags is None:
             return None
-        if state not in DOWN_STATES:
+        if flags & IFF_UP:
             active.append(name)
     return active
 

@@ -260,7 +260,7 @@ def _nic_ipoib(ctx, allowed):
             failures.append(not_checked('nic_ipoib', nic['name'], [], 'the IPoIB netdevs of %s cannot be told from '
                                         'this source (no netdevs or sys/module in it)' % nic['name']))
         elif active is None:
-            failures.append(not_checked('nic_ipoib', nic['name'], [], 'the operstate of IPoIB netdev(s) %s could not '
+            failures.append(not_checked('nic_ipoib', nic['name'], [], 'the flags of IPoIB netdev(s) %s could not '
                                         'be read' % ', '.join(nic['ipoib'])))
         elif active:
             failures.append(failure('nic_ipoib', nic['name'], [], active, '%s carries IPoIB: netdev(s) %s up '
@@ -379,9 +379,9 @@ CHECKS = (
           'globs selecting the NICs the NIC checks apply to (leave out to select all)', None, (), _selector),
     Check('nic_count', 'nic_count', INT, 'number of selected NICs', None, ('sysfs',), _nic_count),
     Check('nic_port_state', 'nic_port_state', STR,
-          'state every port of the selected NICs must be in, e.g. "ACTIVE"', 'rdma', ('sysfs',), _nic_port_state),
+          'state every port of the selected NICs must be in, e.g. "ACTIVE"', None, ('sysfs',), _nic_port_state),
     Check('nic_link_layer', 'nic_link_layer', STR,
-          '"InfiniBand" or "Ethernet" for every port of the selected NICs', 'rdma', ('sysfs',), _nic_link_layer),
+          '"InfiniBand" or "Ethernet" for every port of the selected NICs', None, ('sysfs',), _nic_link_layer),
     Check('nic_rate', 'nic_rate_min_gbps', NUM, 'lowest acceptable port rate in Gb/s', None, ('sysfs',), _nic_rate),
     Check('nic_link_downed', 'nic_link_downed_max', INT,
           'most link_downed events tolerated per port of the selected NICs', None, ('sysfs',), _nic_link_downed),

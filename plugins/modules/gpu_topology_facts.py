@@ -214,8 +214,8 @@ ansible_facts:
               C(roce_adp_retrans), C(local_ack_timeout_err), C(packet_seq_err), C(out_of_sequence); empty without
               that directory).
             - C(ipoib) lists the HCA's IPoIB netdevs (C(class/net/<netdev>/type) 32); null when the source cannot
-              tell (a bundle without the netdevs or C(sys/module)). C(ipoib_active) lists those whose C(operstate) is
-              not C(down), C(lowerlayerdown) or C(notpresent) (null when one cannot be read).
+              tell (a bundle without the netdevs or C(sys/module)). C(ipoib_active) lists those administratively up
+              (C(IFF_UP) in C(class/net/<netdev>/flags), whatever the link; null when one cannot be read).
             - C(roce), for a NIC with an Ethernet port (null otherwise), has C(netdev) (its Ethernet netdev),
               C(ecn) (DCQCN from C(class/net/<netdev>/ecn), with C(rp) and C(np), priority (a string, as JSON keys are)
               to enabled, C(cnp_dscp), C(cnp_802p_prio)), C(pfc) (priorities with PFC on, from C(dcb pfc show)),

@@ -46,6 +46,7 @@ def hca(root, name, address, link_layer, netdevs=(), state='4: ACTIVE', counters
     for net, kind in netdevs:
         write(pci, 'net/%s/type' % net, '%d\n' % kind)
         write(pci, 'net/%s/operstate' % net, 'up\n')
+        write(pci, 'net/%s/flags' % net, '0x1003\n')
         classnet = os.path.join(sys, 'class', 'net')
         if not os.path.isdir(classnet):
             os.makedirs(classnet)

@@ -58,12 +58,17 @@ def test_passing_rdma_node(tmp_path):
 
 def test_an_ipoib_netdev_set_down_carries_nothing(tmp_path):
     root = roce_and_ib_node(tmp_path)
-    write(root, 'sys/class/net/ib0/operstate', 'down\n')
+    # administratively down (IFF_UP clear), whatever the link says
+    write(root, 'sys/class/net/ib0/flags', '0x1002\n')
     assert only(rdma(gather_bundle(root), {'nic_ipoib': False})) == []
-    os.remove(os.path.join(root, 'sys/class/net/ib0/operstate'))
+    # administratively up with the link down: still IPoIB, once the link comes up
+    write(root, 'sys/class/net/ib0/flags', '0x1003\n')
+    write(root, 'sys/class/net/ib0/operstate', 'lowerlayerdown\n')
+    assert [f['check'] for f in rdma(gather_bundle(root), {'nic_ipoib': False})] == ['nic_ipoib']
+    os.remove(os.path.join(root, 'sys/class/net/ib0/flags'))
     failures = rdma(gather_bundle(root), {'nic_ipoib': False})
     assert [(f['check'], f['actual']) for f in failures] == [('nic_ipoib', 'not checked')]
-    assert 'operstate of IPoIB netdev(s) ib0 could not be read' in failures[0]['message']
+    assert 'flags of IPoIB netdev(s) ib0 could not be read' in failures[0]['message']
 
 
 def test_ipoib_allowed_checks_nothing(tmp_path):
@@ -161,8 +166,9 @@ def test_every_priority_is_accepted(value):
 
 
 def test_the_rdma_role_owns_its_keys(tmp_path):
-    assert owned_keys('rdma') == ['nic_ipoib', 'nic_link_layer', 'nic_pfc_priority', 'nic_port_state',
-                                  'nic_roce_dcqcn']
+    # a port that is down (cabling, switch, subnet manager) or the wrong link layer (firmware) is hardware: no role
+    # converges it, so the pre-change check never defers it
+    assert owned_keys('rdma') == ['nic_ipoib', 'nic_pfc_priority', 'nic_roce_dcqcn']
     topo = gather_bundle(roce_and_ib_node(tmp_path, pfc=PFC_OFF))
     failures, deferred = run_checks(topo, RDMA_PROFILE, defer_roles=('rdma',))
     assert [d['key'] for d in deferred] == ['nic_ipoib', 'nic_roce_dcqcn', 'nic_pfc_priority']

@@ -195,9 +195,11 @@ def test_baseline_with_bad_hw_counters_is_refused(tmp_path):
     assert validate_baseline(snapshot) == ["baseline.nics[0].ports[0].hw_counters is 'n/a', expected dict or null"]
 
 
-def test_ipoib_active_follows_operstate(tmp_path):
+def test_ipoib_active_follows_the_administrative_state(tmp_path):
     from rdma_tree import write
     root = roce_and_ib_node(tmp_path)
     assert nic(gather_bundle(root), 'mlx5_1')['ipoib_active'] == ['ib0']
     write(root, 'sys/class/net/ib0/operstate', 'down\n')
+    assert nic(gather_bundle(root), 'mlx5_1')['ipoib_active'] == ['ib0']
+    write(root, 'sys/class/net/ib0/flags', '0x1002\n')
     assert nic(gather_bundle(root), 'mlx5_1')['ipoib_active'] == []
