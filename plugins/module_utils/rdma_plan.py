@@ -103,7 +103,8 @@ def select(nics, patterns, layer, variable):
                 variable, pattern, 'InfiniBand' if layer == IB else 'Ethernet (RoCE)',
                 ', '.join('%s (%s)' % (n['name'], link_layer(n) or 'link layer unknown') for n in nics) or 'none'))
         names.extend(h for h in hits if h not in names)
-    return sorted(names, key=lambda name: [n['name'] for n in nics].index(name)), errors
+    order = [n['name'] for n in nics]
+    return sorted(names, key=order.index), errors
 
 
 def installed_stack(installed, markers):
@@ -150,7 +151,7 @@ def plan(values, facts, installed, markers):
         errors.extend(problems)
         for name in names:
             nic = [n for n in nics if n['name'] == name][0]
-            netdevs = [d for d in nic.get('netdevs') or []]
+            netdevs = list(nic.get('netdevs') or [])
             if not netdevs:
                 errors.append('rdma_roce_hcas: %s has no network interface in sysfs (device/net): its Ethernet '
                               'driver is not bound' % name)

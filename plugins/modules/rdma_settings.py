@@ -221,8 +221,8 @@ def write_item(module, runner, item):
         with open(item['path'], 'w') as handle:
             handle.write(value + '\n')
     except (IOError, OSError) as exc:
-        module.fail_json(msg='%s %s: cannot write %s to %s: %s' % (item['hca'], item['netdev'], value, item['path'],
-                                                                  exc.strerror or exc))
+        module.fail_json(msg='%s %s: cannot write %s to %s: %s' % (
+            item['hca'], item['netdev'], value, item['path'], exc.strerror or exc))
 
 
 def main():
