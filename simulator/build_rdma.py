@@ -54,8 +54,8 @@ DERIVATION_COUNTERS = (
     '(symbol_error, port_rcv_errors, retransmissions, CQE errors, ...) are kept as captured' % ', '.join(TRAFFIC))
 DERIVATION_NETDEV = (
     'sysfs netdevs: an Ethernet-link-layer HCA has its Ethernet netdev under bus/pci/devices/<slot>/net/<netdev> '
-    '(type 1, operstate up when its port is ACTIVE, address, dev_port 0, links class/net/<netdev> and '
-    '<netdev>/device) with the mlx5 ECN attributes at their defaults (ecn/roce_rp/enable/0-7 and '
+    '(type 1, flags 0x1003 (up, as a configured node has it), operstate up when its port is ACTIVE, address, '
+    'dev_port 0, links class/net/<netdev> and <netdev>/device) with the mlx5 ECN attributes at their defaults (ecn/roce_rp/enable/0-7 and '
     'ecn/roce_np/enable/0-7 "1", roce_np/cnp_dscp 48, cnp_802p_prio 6, min_time_between_cnps 4; '
     'simulator/README.md "RDMA state"); an InfiniBand HCA has no netdev in the profile: its IPoIB netdev '
     '(sim/rdma.json ipoib, type 32) exists only while ib_ipoib is loaded (sim_rdma.py boot)')
@@ -172,8 +172,8 @@ def port_counters(tree, hca, rate_text, captured):
 
 def ethernet_netdev(tree, address, netdev, operstate, mac):
     base = 'sys/bus/pci/devices/%s/net/%s/' % (address, netdev)
-    for name, value in (('type', '%d' % R.ARPHRD_ETHER), ('operstate', operstate), ('address', mac),
-                        ('dev_port', '0')):
+    for name, value in (('type', '%d' % R.ARPHRD_ETHER), ('operstate', operstate), ('flags', R.NETDEV_FLAGS_UP),
+                        ('address', mac), ('dev_port', '0')):
         B.put_text(tree, base + name, value + '\n')
     for point in ('roce_rp', 'roce_np'):
         for prio in range(8):

@@ -58,6 +58,9 @@ IPOIB_MODULE = 'module/ib_ipoib'
 
 ARPHRD_ETHER = 1
 ARPHRD_INFINIBAND = 32
+# netdev flags of an interface the node's network configuration brought up: IFF_UP | IFF_BROADCAST |
+# IFF_MULTICAST (what sysfs prints for an up Ethernet or IPoIB interface; operstate then follows the link)
+NETDEV_FLAGS_UP = '0x1003'
 
 # Defaults after a reboot (sources in simulator/README.md, "RDMA state"):
 # ECN/DCQCN per priority: NVIDIA's DCQCN parameter table (DOCA/MLNX_OFED "DCQCN CC Parameters": Enable per
@@ -316,10 +319,11 @@ def _copy_from_profile(root, profile_sys, sysfs, rel):
 
 
 def _ipoib_files(hca, port, state):
-    """An IPoIB netdev's attributes: operstate up while its port is ACTIVE (a node whose network configuration
-    brings its IPoIB interfaces up)."""
+    """An IPoIB netdev's attributes: administratively up (a node whose network configuration brings its IPoIB
+    interfaces up), operstate up while its port is ACTIVE."""
     return {'type': '%d\n' % ARPHRD_INFINIBAND, 'operstate': 'up\n' if state == '4: ACTIVE' else 'down\n',
-            'address': hca['ipoib']['address'] + '\n', 'dev_port': '%d\n' % (int(port) - 1)}
+            'flags': NETDEV_FLAGS_UP + '\n', 'address': hca['ipoib']['address'] + '\n',
+            'dev_port': '%d\n' % (int(port) - 1)}
 
 
 def boot(root='/', query=None):

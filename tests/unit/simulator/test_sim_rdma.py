@@ -93,6 +93,7 @@ def test_every_hca_has_the_captured_counters_and_its_netdev(name):
             netdev = 'sys/bus/pci/devices/%s/net/%s/' % (nic['pci'], nic['netdev'])
             assert hca['netdev'] == nic['netdev'] and hca['ipoib'] is None
             assert (B.text(tree, netdev + 'type'), B.text(tree, netdev + 'operstate')) == ('1\n', 'up\n')
+            assert B.text(tree, netdev + 'flags') == '0x1003\n'
             assert tree['sys/class/net/' + nic['netdev']] == B.Link('../../bus/pci/devices/%s/net/%s' % (
                 nic['pci'], nic['netdev']))
             assert tree[netdev + 'device'] == B.Link('../../../' + nic['pci'])
@@ -275,6 +276,7 @@ def test_ipoib_netdevs_follow_the_port_and_leave_roce_alone(tmp_path):
     assert len(done['ipoib_netdevs']) == 8 and 'enp42s0f0np0' not in done['ipoib_netdevs']
     assert read(root, 'class/net/ibp24s0/operstate') == 'up\n'
     assert read(root, 'class/net/ibp75s0/operstate') == 'down\n'          # mlx5_2 at 0000:4b:00.0 is DOWN
+    assert read(root, 'class/net/ibp75s0/flags') == read(root, 'class/net/ibp24s0/flags') == '0x1003\n'   # set up
     assert os.listdir(sysfs(root, 'class/infiniband/mlx5_3/device/net')) == ['enp42s0f0np0']
     # the next boot without rdma-core: gone again
     assert R.boot(root, NO_RDMA_CORE)['ipoib_netdevs'] == []
