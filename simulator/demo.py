@@ -18,7 +18,7 @@
    NVIDIA's driver packages (tests/repo/build_nvidia_repo.py) that the nvidia_driver role installs from;
 4. writes an inventory under .build/demo/inventory (demo_inventory.py: containers.podman.podman connection,
    rack_* groups, node-class groups with gpuops_node_class and gpuops_node_class_profile from the profile's
-   profile.yml, gpuops_roles with the nvidia_driver role and reboots allowed);
+   profile.yml, gpuops_roles with the nvidia_driver and rdma roles and reboots allowed);
 5. runs ``ansible-playbook site.yml -i .build/demo/inventory``;
 6. checks the rack report (.build/demo/reports/rack-report.json): every node provisioned or validated except
    the faulty node, which must be held back by failures of the checks its fault breaks, and nothing else;
@@ -309,7 +309,10 @@ def start_nodes(nodes, image):
             log('starting node %s (%s, %s) ...' % (node['name'], node['profile'], node['rack']))
         podman('run', '--detach', '--name', node['container'], '--hostname', node['hostname'],
                '--label', '%s=1' % LABEL, '--label', '%s.node=%s' % (LABEL, node['name']),
-               '--label', '%s.profile=%s' % (LABEL, node['profile']), *(PODMAN_RUN_OPTIONS + [image, '/sbin/init']))
+               '--label', '%s.profile=%s' % (LABEL, node['profile']),
+               # the packages the roles download from the distribution, kept across runs (shared with Molecule)
+               '--volume', 'gpuops-apt-%s:/var/cache/apt/archives' % image.rsplit(':', 1)[1],
+               *(PODMAN_RUN_OPTIONS + [image, '/sbin/init']))
         node['reused'] = False
 
 

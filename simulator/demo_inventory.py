@@ -2,12 +2,14 @@
 # Copyright: gpuops.node contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""``make demo``: the inventory of the virtual rack, and the NVIDIA driver the rollout installs on its bare nodes.
+"""``make demo``: the inventory of the virtual rack, and the NVIDIA driver and RDMA settings the rollout gives its
+bare nodes.
 
 The demo's nodes are bare (``install_node.py --bare``: no NVIDIA user space, the driver emulated), and
 ``site.yml`` provisions them with the ``nvidia_driver`` role from a local signed copy of NVIDIA's repository
 (``tests/repo/build_nvidia_repo.py``: NVIDIA's package names and versions, stand-in contents), copied into each
-node and given to the role as a site mirror, with the key as a ``file://`` URL, as a site would give its own.
+node and given to the role as a site mirror, with the key as a ``file://`` URL, as a site would give its own. The
+``rdma`` role follows it: the distribution's RDMA stack, IPoIB off, memlock, and the RoCE settings of the PCIe node.
 
 Stdlib only; Python 3.8+ (controller side).
 """
@@ -38,6 +40,12 @@ REPO_BUILDER = os.path.join(REPO, 'tests', 'repo', 'build_nvidia_repo.py')
 # What the node classes expect once the driver role has run: the repository's driver, kept initialised by
 # nvidia-persistenced (the captured GPUs ran without it)
 DRIVER_EXPECTED = collections.OrderedDict([('driver_version', '580.*'), ('persistence_mode', 'Enabled')])
+# What they expect once the rdma role has run, by the link layer of their NICs: no IPoIB on an InfiniBand compute
+# fabric; DCQCN and PFC on the RoCE priority (the role's default, 3) on a RoCE one
+RDMA_EXPECTED = {
+    'InfiniBand': collections.OrderedDict([('nic_ipoib', False)]),
+    'Ethernet': collections.OrderedDict([('nic_roce_dcqcn', 3), ('nic_pfc_priority', 3)]),
+}
 
 
 def build_repo(directory):
@@ -63,9 +71,10 @@ def repo_tar(path):
 
 
 def driver_vars():
-    """The rollout's variables for the nvidia_driver role on the demo's nodes."""
+    """The rollout's variables for the nvidia_driver and rdma roles on the demo's nodes."""
     return [
-        ('gpuops_roles', [collections.OrderedDict([('name', 'nvidia_driver')])]),
+        ('gpuops_roles', [collections.OrderedDict([('name', 'nvidia_driver')]),
+                          collections.OrderedDict([('name', 'rdma')])]),
         ('gpuops_reboot_ok', True),
         ('gpuops_proc_root', PROC_ROOT),
         ('nvidia_driver_source', 'mirror'),
@@ -73,19 +82,21 @@ def driver_vars():
         ('nvidia_driver_repo_key_url', 'file://%s/key.asc' % NODE_REPO_DIR),
         ('nvidia_driver_sysfs_root', SYSFS_ROOT),
         ('nvidia_driver_proc_root', PROC_ROOT),
+        ('rdma_sysfs_root', SYSFS_ROOT),
     ]
 
 
 def class_profile(expected, driver):
-    """The node class profile: the simulator profile's expected_node_class, with the driver the rollout installs."""
+    """The node class profile: the simulator profile's expected_node_class, with what the rollout's roles converge."""
     profile = collections.OrderedDict(expected)
     if driver:
         profile.update(DRIVER_EXPECTED)
+        profile.update(RDMA_EXPECTED.get(expected.get('nic_link_layer'), {}))
     return profile
 
 
 def write_inventory(nodes, directory, report_dir, driver=True):
-    """hosts.yml and group_vars/ under ``directory``/inventory; with ``driver``, the nvidia_driver rollout."""
+    """hosts.yml and group_vars/ under ``directory``/inventory; with ``driver``, the nvidia_driver and rdma rollout."""
     inventory = os.path.join(directory, 'inventory')
     if os.path.isdir(inventory):
         shutil.rmtree(inventory)
@@ -126,5 +137,5 @@ def write_inventory(nodes, directory, report_dir, driver=True):
                 collections.OrderedDict([('gpuops_node_class', name),
                                          ('gpuops_node_class_profile', class_profile(members[0]['expected'], driver))]),
                 header + '\nNode class %s: expected_node_class of simulator/profiles/%s/profile.yml%s.'
-                % (name, profile, ', with the driver the rollout installs' if driver else '')))
+                % (name, profile, ', with what the rollout\'s roles converge' if driver else '')))
     return inventory

@@ -136,7 +136,8 @@ def test_inventory(tmp_path):
     assert all_vars['gpuops_reboot_boot_time_command'] == 'cut -d" " -f22 /proc/1/stat'
     assert '--restart=always' in D.PODMAN_RUN_OPTIONS
     # the rollout installs the driver on the bare nodes, from the repository copied into them, and reboots them
-    assert all_vars['gpuops_roles'] == [{'name': 'nvidia_driver'}]
+    assert all_vars['gpuops_roles'] == [{'name': 'nvidia_driver'}, {'name': 'rdma'}]
+    assert all_vars['rdma_sysfs_root'] == '/usr/share/gpuops-sim/sys'
     assert all_vars['gpuops_reboot_ok'] is True
     assert all_vars['nvidia_driver_source'] == 'mirror'
     assert all_vars['nvidia_driver_repo_url'] == 'file:///srv/gpuops-nvidia-repo/repo/'
@@ -145,9 +146,11 @@ def test_inventory(tmp_path):
     for name in PROFILE_NAMES:
         meta = B.load_yaml(open(os.path.join(profile_path(name), 'profile.yml')).read())
         group = yaml.safe_load(open(os.path.join(inventory, 'group_vars', meta['node_class'] + '.yml')))
+        rdma = {'InfiniBand': {'nic_ipoib': False},
+                'Ethernet': {'nic_roce_dcqcn': 3, 'nic_pfc_priority': 3}}[meta['expected_node_class']['nic_link_layer']]
         assert group == {'gpuops_node_class': meta['node_class'],
                          'gpuops_node_class_profile': dict(meta['expected_node_class'], driver_version='580.*',
-                                                           persistence_mode='Enabled')}
+                                                           persistence_mode='Enabled', **rdma)}
     without = D.write_inventory(nodes, str(tmp_path / 'plain'), '/reports', driver=False)
     assert 'gpuops_roles' not in yaml.safe_load(open(os.path.join(without, 'group_vars', 'all.yml')))
 
