@@ -47,6 +47,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import argparse
+import compileall
 import json
 import os
 import shutil
@@ -407,6 +408,10 @@ def _install_lib(root, python, bare):
             _write_exec(content, path)
             os.chmod(path, mode)
             changed = True
+    if live(root):
+        # compiled now, by the node's python: a stand-in run later (dcb, nvidia-smi, gpuops-sim) writes nothing
+        # under the simulator's files, so a snapshot of them shows only what a rollout changed
+        compileall.compile_dir(os.path.join(root, LIB), quiet=1)
     wants = os.path.join(root, UNIT_WANTS)
     if bare and not os.path.islink(wants):
         if not os.path.isdir(os.path.dirname(wants)):
