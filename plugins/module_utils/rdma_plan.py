@@ -38,8 +38,19 @@ def _bad_glob(pattern):
     return pattern == '' or depth != 0
 
 
+def _integers(values):
+    """The numeric variables as ints where they are digit strings (``-e rdma_roce_priority=4`` gives a string)."""
+    values = dict(values)
+    for name, _low, _high in _RANGES:
+        value = values.get(name)
+        if isinstance(value, str) and value.strip().isdigit():
+            values[name] = int(value)
+    return values
+
+
 def validate(values):
     """Errors of the role's variables a spec cannot express (ranges, combinations), each naming the variable."""
+    values = _integers(values)
     errors = []
     if values.get('rdma_stack') not in STACKS:
         errors.append('rdma_stack must be one of %s, got %r' % (', '.join(STACKS), values.get('rdma_stack')))
@@ -58,6 +69,10 @@ def validate(values):
                       'rdma_roce_tos to %d (ECT(0)) or %d' % (
                           values['rdma_roce_tos'], values['rdma_roce_tos'] >> 2, values['rdma_roce_dscp'],
                           values['rdma_roce_dscp'] * 4 + 2, values['rdma_roce_dscp'] * 4))
+    if values['rdma_roce_tos'] & 3 == 3:
+        errors.append('rdma_roce_tos %d sets both ECN bits (CE, congestion experienced), which only a congested '
+                      'switch may set: use %d (ECT(0)) or %d' % (values['rdma_roce_tos'], values['rdma_roce_tos'] - 1,
+                                                              values['rdma_roce_tos'] - 3))
     if values['rdma_roce_cnp_dscp'] == values['rdma_roce_dscp'] and \
             values['rdma_roce_cnp_priority'] != values['rdma_roce_priority']:
         errors.append('rdma_roce_cnp_dscp %d is rdma_roce_dscp too: one DSCP cannot map to priority %d for RoCE '
@@ -133,8 +148,15 @@ def plan(values, facts, installed, markers):
     if errors:
         return result
     nics = facts.get('nics') or []
-    if facts.get('missing') and 'sys/class/infiniband' in facts['missing']:
-        nics = []
+    if 'sys/class/infiniband' in (facts.get('missing') or []):
+        errors.append('rdma_sysfs_root: %s/class/infiniband does not exist: no RDMA device is bound to a driver '
+                      '(set gpuops_rdma_enabled: false for a node without HCAs)' % values.get('rdma_sysfs_root', '/sys'))
+        return result
+    unknown = [n['name'] for n in nics if link_layer(n) is None]
+    if unknown:
+        errors.append('rdma_sysfs_root: the link layer of %s cannot be read (ports/*/link_layer): the role cannot tell '
+                      'InfiniBand from RoCE there' % ', '.join(unknown))
+        return result
     current, evidence = installed_stack(installed, markers)
     wanted = values['rdma_stack']
     replace = current is not None and current != wanted

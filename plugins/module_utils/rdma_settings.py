@@ -20,16 +20,18 @@ from ansible_collections.gpuops.node.plugins.module_utils.rdma_sysfs import (
 IFF_UP = 0x1
 
 
-def wanted(hca, netdev, ports, priority, dscp, tos, cnp_dscp, cnp_priority):
-    """The RoCE settings of one HCA, without their current values."""
+def wanted(hca, netdev, ports, priority, dscp, tos, cnp_dscp, cnp_priority, ecn=True):
+    """The RoCE settings of one HCA, without their current values; without ``ecn`` (a driver that has no
+    ``class/net/<netdev>/ecn``, such as the inbox mlx5), no DCQCN or CNP value."""
     items = []
-    for point in ('rp', 'np'):
+    for point in ('rp', 'np') if ecn else ():
         items.append({'name': 'ecn/roce_%s/enable/%d' % (point, priority), 'kind': 'file', 'after': '1',
                       'path_args': ('ecn', point, priority)})
-    items.append({'name': 'ecn/roce_np/cnp_dscp', 'kind': 'file', 'after': str(cnp_dscp),
-                  'path_args': ('cnp', 'cnp_dscp')})
-    items.append({'name': 'ecn/roce_np/cnp_802p_prio', 'kind': 'file', 'after': str(cnp_priority),
-                  'path_args': ('cnp', 'cnp_802p_prio')})
+    if ecn:
+        items.append({'name': 'ecn/roce_np/cnp_dscp', 'kind': 'file', 'after': str(cnp_dscp),
+                      'path_args': ('cnp', 'cnp_dscp')})
+        items.append({'name': 'ecn/roce_np/cnp_802p_prio', 'kind': 'file', 'after': str(cnp_priority),
+                      'path_args': ('cnp', 'cnp_802p_prio')})
     items.append({'name': 'pfc', 'kind': 'pfc', 'after': [priority]})
     items.append({'name': 'dscp-prio', 'kind': 'app', 'after': {dscp: [priority], cnp_dscp: [cnp_priority]}})
     for port in ports:
@@ -99,29 +101,35 @@ def _q(text):
 
 
 def boot_script(sysfs_root, hcas, settings, ipoib_down, mlnx_qos, header):
-    """The shell script the boot unit runs: every wanted value written, without reading first.
+    """The shell script the boot unit runs: every wanted value written, without reading first. A command that
+    fails does not stop the others; the script exits 1 when one did, so the unit shows it failed.
 
-    ``hcas``: ``[{hca, netdev, ports}]``; ``settings``: ``{priority, dscp, tos, cnp_dscp, cnp_priority}``;
+    ``hcas``: ``[{hca, netdev, ports, ecn}]`` (``ecn`` false: no DCQCN or CNP value, the driver has none); ``settings``: ``{priority, dscp, tos, cnp_dscp, cnp_priority}``;
     ``ipoib_down``: InfiniBand HCAs whose IPoIB interfaces stay down; ``mlnx_qos``: True to set PFC and trust with mlnx_qos.
     """
-    lines = ['#!/bin/sh', header, 'set -eu', '']
+    lines = ['#!/bin/sh', header, 'set -u', 'failed=0',
+             'run() { "$@" || { echo "gpuops-rdma-settings: failed: $*" >&2; failed=1; }; }',
+             'put() { printf \'%s\\n\' "$1" > "$2" || { echo "gpuops-rdma-settings: cannot write $1 to $2" >&2; failed=1; }; }',
+             '']
+    if hcas and sysfs_root.rstrip('/') == '/sys':
+        lines += ['# RDMA CM\'s configfs exists once rdma_cm is loaded', 'modprobe rdma_cm 2>/dev/null || true', '']
     for entry in hcas:
         hca, netdev = entry['hca'], entry['netdev']
         lines.append('# %s (%s)' % (hca, netdev))
-        for item in wanted(hca, netdev, entry['ports'], **settings):
+        for item in wanted(hca, netdev, entry['ports'], ecn=entry.get('ecn', True), **settings):
             if item['kind'] == 'file':
                 path = path_of(sysfs_root, item)
                 if item['path_args'][0] == 'rdma_cm':
-                    lines.append('mkdir -p %s' % _q(rdma_cm_dir(sysfs_root, hca)))
-                lines.append('echo %s > %s' % (item['after'], _q(path)))
+                    lines.append('run mkdir -p %s' % _q(rdma_cm_dir(sysfs_root, hca)))
+                lines.append('put %s %s' % (item['after'], _q(path)))
             elif item['kind'] == 'pfc' and mlnx_qos:
                 bits = ','.join('1' if p in item['after'] else '0' for p in range(8))
-                lines.append('mlnx_qos -i %s --trust dscp --pfc %s' % (_q(netdev), bits))
+                lines.append('run mlnx_qos -i %s --trust dscp --pfc %s' % (_q(netdev), bits))
             elif item['kind'] == 'pfc':
-                lines.append('dcb pfc set dev %s prio-pfc all:off %s' % (
+                lines.append('run dcb pfc set dev %s prio-pfc all:off %s' % (
                     _q(netdev), ' '.join('%d:on' % p for p in item['after'])))
             elif item['kind'] == 'app':
-                lines.append('dcb app replace dev %s dscp-prio %s' % (_q(netdev), ' '.join(
+                lines.append('run dcb app replace dev %s dscp-prio %s' % (_q(netdev), ' '.join(
                     '%d:%d' % (d, p) for d in sorted(item['after']) for p in item['after'][d])))
         lines.append('')
     for hca in ipoib_down:
@@ -129,6 +137,7 @@ def boot_script(sysfs_root, hcas, settings, ipoib_down, mlnx_qos, header):
         lines.append('# IPoIB stays down on %s: clear IFF_UP of its interfaces of type 32' % hca)
         lines.append('for dev in %s/*; do' % net)
         lines.append('  [ "$(cat "$dev/type" 2>/dev/null)" = 32 ] || continue')
-        lines.append('  flags=$(cat "$dev/flags"); printf \'0x%x\\n\' $((flags & ~1)) > "$dev/flags"')
+        lines.append('  flags=$(cat "$dev/flags") && put "$(printf \'0x%x\' $((flags & ~1)))" "$dev/flags"')
         lines.append('done')
+    lines += ['', 'exit "$failed"']
     return '\n'.join(lines).rstrip('\n') + '\n'

@@ -25,8 +25,13 @@ description:
   - Keeps the IPoIB interfaces of O(ipoib_down) administratively down (C(class/net/<netdev>/flags)).
   - Writes O(boot_script), a shell script that sets every value again, for a boot unit (none of them survives a
     reboot).
-  - A value it cannot read counts as different; a value it cannot write, or a device without the interface
-    (no C(ecn) directory, so not an mlx5 RoCE interface), fails the module naming the file or command.
+  - A value it cannot read counts as different; a value it cannot write, or a command that fails, fails the module
+    naming the file or command.
+  - An interface without C(class/net/<netdev>/ecn) (the inbox mlx5 driver has none, DOCA-OFED's and MLNX_OFED's
+    have it) gets no DCQCN or CNP value, as the firmware keeps DCQCN on every priority there by default
+    (C(ROCE_CC_PRIO_MASK)), and RV(unmanaged) says so for each such interface, with a warning.
+  - When configfs has no C(rdma_cm) directory on a real node (O(sysfs_root=/sys)), C(modprobe rdma_cm) loads it
+    first.
 author:
   - gpuops.node maintainers (@gpuops)
 attributes:
@@ -49,6 +54,12 @@ options:
     type: list
     elements: str
     default: []
+  stack_changed:
+    description:
+      - The RDMA stack's kernel modules changed in this run (DOCA-OFED installed or removed); they load at the next
+        boot, so RV(reboot_required) is true.
+    type: bool
+    default: false
   ipoib_module:
     description:
       - Whether ib_ipoib should be loaded; RV(reboot_required) is true when the node has an InfiniBand HCA and the
@@ -123,9 +134,21 @@ ipoib_loaded:
   returned: always
   type: bool
 reboot_required:
-  description: The node has an InfiniBand HCA and ib_ipoib is loaded though it should not be, or the reverse.
+  description: >-
+    The node has an InfiniBand HCA and ib_ipoib is loaded though it should not be, or the reverse; or
+    O(stack_changed).
   returned: always
   type: bool
+reboot_reasons:
+  description: Why RV(reboot_required) is true.
+  returned: always
+  type: list
+  elements: str
+unmanaged:
+  description: The interfaces whose DCQCN and CNP values the driver does not expose (no C(ecn) in sysfs).
+  returned: always
+  type: list
+  elements: str
 tool:
   description: C(dcb) or C(mlnx_qos), what PFC and trust were read and set with.
   returned: always
@@ -173,13 +196,13 @@ def read_items(module, runner, entry, settings):
     hca, netdev = entry['hca'], entry['netdev']
     if not os.path.isdir(netdev_dir(root, netdev)):
         module.fail_json(msg='%s: network interface %s is not in %s/class/net' % (hca, netdev, root))
-    if not os.path.isdir(ecn_dir(root, netdev)):
-        module.fail_json(msg='%s: %s has no ecn directory in sysfs: DCQCN cannot be set (not an mlx5 RoCE '
-                             'interface, or its driver is too old)' % (hca, netdev))
-    if not os.path.isdir(os.path.dirname(rdma_cm_dir(root, hca))):
-        module.fail_json(msg='%s: %s does not exist: configfs is not mounted or rdma_cm is not loaded'
-                             % (hca, os.path.dirname(rdma_cm_dir(root, hca))))
-    items = wanted(hca, netdev, entry.get('ports') or [1], **settings)
+    entry['ecn'] = os.path.isdir(ecn_dir(root, netdev))
+    configfs = os.path.dirname(rdma_cm_dir(root, hca))
+    if not os.path.isdir(configfs) and root.rstrip('/') == '/sys':
+        runner.run(['modprobe', 'rdma_cm'])
+    if not os.path.isdir(configfs):
+        module.fail_json(msg='%s: %s does not exist: configfs is not mounted or rdma_cm is not loaded' % (hca, configfs))
+    items = wanted(hca, netdev, entry.get('ports') or [1], ecn=entry['ecn'], **settings)
     if runner.mlnx_qos:
         qos = runner.parse(parse_mlnx_qos, [runner.mlnx_qos, '-i', netdev])
         items.append({'hca': hca, 'netdev': netdev, 'name': 'trust', 'kind': 'trust', 'after': 'dscp',
@@ -231,6 +254,7 @@ def main():
             hcas=dict(type='list', elements='dict', default=[]),
             ipoib_down=dict(type='list', elements='str', default=[]),
             ipoib_module=dict(type='bool', default=False),
+            stack_changed=dict(type='bool', default=False),
             priority=dict(type='int', required=True),
             dscp=dict(type='int', required=True),
             tos=dict(type='int', required=True),
@@ -255,8 +279,13 @@ def main():
     runner = Runner(module, dcb, mlnx_qos)
 
     items = []
-    for entry in p['hcas']:
+    hcas = [dict(entry) for entry in p['hcas']]
+    for entry in hcas:
         items.extend(read_items(module, runner, entry, settings))
+    unmanaged = ['%s %s' % (e['hca'], e['netdev']) for e in hcas if not e['ecn']]
+    for name in unmanaged:
+        module.warn('%s: the driver exposes no DCQCN or CNP setting (no ecn in sysfs; the inbox mlx5 driver): '
+                    'DCQCN stays as the firmware sets it (ROCE_CC_PRIO_MASK, every priority by default)' % name)
     for hca in p['ipoib_down']:
         for netdev in ipoib_netdevs(p['sysfs_root'], hca):
             flags = read_value('%s/flags' % netdev_dir(p['sysfs_root'], netdev))
@@ -278,7 +307,7 @@ def main():
     script_changed = False
     diff_script = {}
     if p['boot_script']:
-        text = boot_script(p['sysfs_root'], p['hcas'], settings, p['ipoib_down'],
+        text = boot_script(p['sysfs_root'], hcas, settings, p['ipoib_down'],
                            bool(mlnx_qos), HEADER)
         old = None
         if os.path.isfile(p['boot_script']):
@@ -300,10 +329,18 @@ def main():
     loaded = ipoib_module_loaded(p['sysfs_root'])
     infiniband = [n for n in (read_infiniband(p['sysfs_root']) or {}).get('nics', [])
                   if any((port.get('link_layer') or '').lower() == 'infiniband' for port in n['ports'])]
+    reasons = []
+    if infiniband and loaded != p['ipoib_module']:
+        reasons.append('ib_ipoib is %s and must %s' % ('loaded' if loaded else 'not loaded',
+                                                        'load' if p['ipoib_module'] else 'not be'))
+    if p['stack_changed']:
+        reasons.append('the RDMA stack\'s kernel modules changed')
     result = {
         'changed': bool(changed_items) or script_changed,
         'ipoib_loaded': loaded,
-        'reboot_required': bool(infiniband) and loaded != p['ipoib_module'],
+        'reboot_required': bool(reasons),
+        'reboot_reasons': reasons,
+        'unmanaged': unmanaged,
         'settings': [dict([(k, i[k]) for k in ('hca', 'netdev', 'name', 'before', 'after')], changed=differs(i))
                      for i in items],
         'changes': ['%s %s %s' % (i['hca'], i['netdev'], i['name']) for i in changed_items],

@@ -23,6 +23,7 @@ def _nic(name, layer, netdevs=(), ports=1):
             'ports': [{'port': p, 'link_layer': layer} for p in range(1, ports + 1)]}
 
 
+
 FACTS = {'nics': [_nic('mlx5_0', 'InfiniBand', ['ibp24s0']), _nic('mlx5_1', 'InfiniBand', ['ibp41s0']),
                   _nic('mlx5_4', 'Ethernet', ['enp1s0f0np0']), _nic('mlx5_5', 'Ethernet')],
          'ipoib_module_loaded': True}
@@ -43,6 +44,7 @@ def _with(**changes):
     ({'rdma_roce_tos': 256}, 'rdma_roce_tos must be an integer from 0 to 255'),
     ({'rdma_roce_tos': True}, 'rdma_roce_tos must be an integer'),
     ({'rdma_roce_tos': 96}, 'rdma_roce_tos 96 carries DSCP 24'),
+    ({'rdma_roce_tos': 107}, 'rdma_roce_tos 107 sets both ECN bits'),
     ({'rdma_roce_cnp_dscp': 26}, 'rdma_roce_cnp_dscp 26 is rdma_roce_dscp too'),
     ({'rdma_stack': 'mofed'}, 'rdma_stack must be one of distro, doca_ofed'),
     ({'rdma_roce_hcas': ['mlx5_[0']}, "rdma_roce_hcas: 'mlx5_[0' is not a glob"),
@@ -124,6 +126,20 @@ def test_stack_conflict(installed, changes, refused, remove):
     assert result['stack']['remove'] == remove
 
 
-def test_no_rdma_devices_selects_nothing_and_refuses_no_default():
+def test_no_rdma_device_or_an_unreadable_link_layer_is_refused():
     result = plan(DEFAULTS, {'nics': [], 'missing': ['sys/class/infiniband']}, {}, MARKERS)
-    assert result['errors'] == [] and result['roce'] == [] and result['ipoib']['down'] == []
+    assert result['errors'][0].startswith('rdma_sysfs_root: /sys/class/infiniband does not exist')
+    facts = {'nics': [_nic('mlx5_0', None)]}
+    result = plan(DEFAULTS, facts, {}, MARKERS)
+    assert result['errors'][0].startswith('rdma_sysfs_root: the link layer of mlx5_0 cannot be read')
+
+
+def test_a_node_without_roce_hca_selects_none_by_default():
+    facts = {'nics': [_nic('mlx5_0', 'InfiniBand', ['ibp24s0'])], 'ipoib_module_loaded': False}
+    result = plan(DEFAULTS, facts, {}, MARKERS)
+    assert result['errors'] == [] and result['roce'] == []
+
+
+def test_numbers_given_as_strings_are_read_as_numbers():
+    assert validate(_with(rdma_roce_priority='4', rdma_roce_tos='106')) == []
+    assert validate(_with(rdma_roce_priority='x'))[0].startswith('rdma_roce_priority must be an integer')
