@@ -313,7 +313,7 @@ def main():
         if os.path.isfile(p['boot_script']):
             with open(p['boot_script']) as handle:
                 old = handle.read()
-        script_changed = old != text
+        script_changed = old != text or (old is not None and os.stat(p['boot_script']).st_mode & 0o777 != 0o755)
         diff_script = {'before_header': p['boot_script'], 'after_header': p['boot_script'],
                        'before': old or '', 'after': text}
         if script_changed and not module.check_mode:
@@ -323,8 +323,9 @@ def main():
                 os.makedirs(directory, 0o755)
             with open(tmp, 'w') as handle:
                 handle.write(text)
-            os.chmod(tmp, 0o755)
             module.atomic_move(tmp, p['boot_script'])
+            # atomic_move gives a new file the umask's mode: the boot unit executes it
+            os.chmod(p['boot_script'], 0o755)
 
     loaded = ipoib_module_loaded(p['sysfs_root'])
     infiniband = [n for n in (read_infiniband(p['sysfs_root']) or {}).get('nics', [])
