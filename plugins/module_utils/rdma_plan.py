@@ -69,10 +69,10 @@ def validate(values):
                       'rdma_roce_tos to %d (ECT(0)) or %d' % (
                           values['rdma_roce_tos'], values['rdma_roce_tos'] >> 2, values['rdma_roce_dscp'],
                           values['rdma_roce_dscp'] * 4 + 2, values['rdma_roce_dscp'] * 4))
-    if values['rdma_roce_tos'] & 3 == 3:
+    tos = values['rdma_roce_tos']
+    if tos & 3 == 3:
         errors.append('rdma_roce_tos %d sets both ECN bits (CE, congestion experienced), which only a congested '
-                      'switch may set: use %d (ECT(0)) or %d' % (values['rdma_roce_tos'], values['rdma_roce_tos'] - 1,
-                                                              values['rdma_roce_tos'] - 3))
+                      'switch may set: use %d (ECT(0)) or %d' % (tos, tos - 1, tos - 3))
     if values['rdma_roce_cnp_dscp'] == values['rdma_roce_dscp'] and \
             values['rdma_roce_cnp_priority'] != values['rdma_roce_priority']:
         errors.append('rdma_roce_cnp_dscp %d is rdma_roce_dscp too: one DSCP cannot map to priority %d for RoCE '

@@ -104,8 +104,9 @@ def boot_script(sysfs_root, hcas, settings, ipoib_down, mlnx_qos, header):
     """The shell script the boot unit runs: every wanted value written, without reading first. A command that
     fails does not stop the others; the script exits 1 when one did, so the unit shows it failed.
 
-    ``hcas``: ``[{hca, netdev, ports, ecn}]`` (``ecn`` false: no DCQCN or CNP value, the driver has none); ``settings``: ``{priority, dscp, tos, cnp_dscp, cnp_priority}``;
-    ``ipoib_down``: InfiniBand HCAs whose IPoIB interfaces stay down; ``mlnx_qos``: True to set PFC and trust with mlnx_qos.
+    ``hcas``: ``[{hca, netdev, ports, ecn}]`` (``ecn`` false: no DCQCN or CNP value, the driver has none);
+    ``settings``: ``{priority, dscp, tos, cnp_dscp, cnp_priority}``; ``ipoib_down``: InfiniBand HCAs whose IPoIB
+    interfaces stay down; ``mlnx_qos``: True to set PFC and trust with mlnx_qos.
     """
     lines = ['#!/bin/sh', header, 'set -u', 'failed=0',
              'run() { "$@" || { echo "gpuops-rdma-settings: failed: $*" >&2; failed=1; }; }',

@@ -333,8 +333,8 @@ def main():
                   if any((port.get('link_layer') or '').lower() == 'infiniband' for port in n['ports'])]
     reasons = []
     if infiniband and loaded != p['ipoib_module']:
-        reasons.append('ib_ipoib is %s and must %s' % ('loaded' if loaded else 'not loaded',
-                                                        'load' if p['ipoib_module'] else 'not be'))
+        reasons.append('ib_ipoib is %s and must %s' % (
+            'loaded' if loaded else 'not loaded', 'load' if p['ipoib_module'] else 'not be'))
     if p['stack_changed']:
         reasons.append('the RDMA stack\'s kernel modules changed')
     result = {

@@ -23,7 +23,6 @@ def _nic(name, layer, netdevs=(), ports=1):
             'ports': [{'port': p, 'link_layer': layer} for p in range(1, ports + 1)]}
 
 
-
 FACTS = {'nics': [_nic('mlx5_0', 'InfiniBand', ['ibp24s0']), _nic('mlx5_1', 'InfiniBand', ['ibp41s0']),
                   _nic('mlx5_4', 'Ethernet', ['enp1s0f0np0']), _nic('mlx5_5', 'Ethernet')],
          'ipoib_module_loaded': True}
