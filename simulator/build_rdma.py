@@ -229,6 +229,10 @@ def add_rdma(tree, sources, repo, nics_meta, netdev_names=None, guids=None, node
                          '%s:<bus>:<device>:<function + 1>' % colon(SYNTHETIC_GUID_PREFIX))
     if infiniband:
         synthetic.append('IPoIB hardware addresses: flags/QPN %s, then fe80::/64 and the port GUID' % IPOIB_QPN)
+    # the HCAs' driver is loaded, so sys/module exists (as on every kernel) and the bundle can tell that ib_ipoib
+    # is not loaded, as a capture of such a node can
+    B.put_text(tree, 'sys/module/mlx5_core/initstate', 'live\n')
+    synthetic.append('sys/module/mlx5_core/initstate "live": the HCAs\' driver is loaded')
     derivations = [DERIVATION_COUNTERS, DERIVATION_NETDEV, DERIVATION_NAMES, DERIVATION_MAC]
     if any(h['netdev'] for h in hcas):
         derivations += [DERIVATION_RDMA_CM, DERIVATION_DCB]

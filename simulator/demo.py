@@ -309,10 +309,7 @@ def start_nodes(nodes, image):
             log('starting node %s (%s, %s) ...' % (node['name'], node['profile'], node['rack']))
         podman('run', '--detach', '--name', node['container'], '--hostname', node['hostname'],
                '--label', '%s=1' % LABEL, '--label', '%s.node=%s' % (LABEL, node['name']),
-               '--label', '%s.profile=%s' % (LABEL, node['profile']),
-               # the packages the roles download from the distribution, kept across runs (shared with Molecule)
-               '--volume', 'gpuops-apt-%s:/var/cache/apt/archives' % image.rsplit(':', 1)[1],
-               *(PODMAN_RUN_OPTIONS + [image, '/sbin/init']))
+               '--label', '%s.profile=%s' % (LABEL, node['profile']), *(PODMAN_RUN_OPTIONS + [image, '/sbin/init']))
         node['reused'] = False
 
 

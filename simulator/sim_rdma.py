@@ -354,6 +354,9 @@ def boot(root='/', query=None):
         module = os.path.join(sysfs, IPOIB_MODULE)
         if os.path.isdir(module):
             shutil.rmtree(module)
+        if not os.path.isdir(os.path.dirname(module)):
+            # a kernel always has /sys/module: without it nothing could tell that ib_ipoib is not loaded
+            os.makedirs(os.path.dirname(module))
         if decision['loaded']:
             write_text(os.path.join(module, 'initstate'), 'live\n')
         for hca in rdma['hcas']:
