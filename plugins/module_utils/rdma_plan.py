@@ -14,6 +14,8 @@ __metaclass__ = type
 
 import fnmatch
 
+from ansible_collections.gpuops.node.plugins.module_utils.topology_check import bad_glob
+
 STACKS = ('distro', 'doca_ofed')
 IB = 'infiniband'
 ETH = 'ethernet'
@@ -26,16 +28,6 @@ _RANGES = (
     ('rdma_roce_cnp_dscp', 0, 63),
     ('rdma_roce_tos', 0, 255),
 )
-
-
-def _bad_glob(pattern):
-    depth = 0
-    for char in pattern:
-        if char == '[':
-            depth += 1
-        elif char == ']' and depth:
-            depth -= 1
-    return pattern == '' or depth != 0
 
 
 def _integers(values):
@@ -60,7 +52,7 @@ def validate(values):
             errors.append('%s must be an integer from %d to %d, got %r' % (name, low, high, value))
     for name in ('rdma_roce_hcas', 'rdma_ipoib_hcas'):
         for pattern in values.get(name) or []:
-            if _bad_glob(pattern):
+            if bad_glob(pattern):
                 errors.append('%s: %r is not a glob (empty, or an unclosed [)' % (name, pattern))
     if errors:
         return errors

@@ -420,7 +420,8 @@ def owned_keys(role):
     return sorted((c.key or c.name) for c in CHECKS if c.role == role)
 
 
-def _bad_glob(pattern):
+def bad_glob(pattern):
+    """An empty glob, or one with an unclosed ``[``: fnmatch would take it literally or never match."""
     depth = 0
     for char in pattern:
         if char == '[':
@@ -436,11 +437,11 @@ def _type_error(key, kind, value):
         INT: number and isinstance(value, int) and value >= 0,
         BOOL: isinstance(value, bool),
         STR: isinstance(value, str) and value != '',
-        GLOB: isinstance(value, str) and not _bad_glob(value),
+        GLOB: isinstance(value, str) and not bad_glob(value),
         MODE: isinstance(value, str) and value in _CHOICES[MODE],
         NUM: number and value >= 0,
         GLOBS: isinstance(value, list) and len(value) > 0 and all(
-            isinstance(v, str) and not _bad_glob(v) for v in value),
+            isinstance(v, str) and not bad_glob(v) for v in value),
         RELATION: isinstance(value, str) and value in _CHOICES[RELATION],
         LINK: isinstance(value, str) and re.match(r'^(NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)$', value) is not None,
         PRIO: number and isinstance(value, int) and 0 <= value <= 7,

@@ -7,18 +7,10 @@ import os
 import pytest
 
 from ansible_collections.gpuops.node.plugins.module_utils import rdma_sysfs
+from rdma_tree import write
 from real_captures import extract_ttar, real_path
 
 MLX5_TTAR = 'ib-sysfs/procfs-fixture-mlx5_0-connectx4-ib-counters-hw_counters.ttar'
-
-
-def write(root, rel, value):
-    path = os.path.join(str(root), rel)
-    if not os.path.isdir(os.path.dirname(path)):
-        os.makedirs(os.path.dirname(path))
-    with open(path, 'w') as handle:
-        handle.write(value)
-    return path
 
 
 def netdev(root, hca, name, kind):
