@@ -23,6 +23,7 @@ returned, as registered, and every status is decided here::
       "reboot_required": {"nvidia_driver": true},   # <role>_reboot_required of each role
       "reboot": {...} | null,           # registered result of ansible.builtin.reboot
       "post_check": {...} | null,       # gpu_topology_check result with regressions
+      "gates": {"dcgm": {...}},         # <role>_gate of each role with an acceptance gate (report_gates.py)
     }
 
 A check result may be the module's registered result (``unreachable``,
@@ -44,6 +45,8 @@ import json
 import re
 import xml.etree.ElementTree as ET
 
+from ansible_collections.gpuops.node.plugins.module_utils import report_gates as gates_
+
 STATUSES = ('provisioned', 'validated', 'held_back', 'reboot_required', 'regressed', 'unreachable', 'failed',
             'not_started')
 PASSING_STATUSES = ('provisioned', 'validated')
@@ -57,7 +60,7 @@ FAILURE_KEYS = ('check', 'subject', 'expected', 'actual', 'message')
 REGRESSION_KEYS = ('check', 'subject', 'before', 'after', 'message')
 DEFERRED_KEYS = ('check', 'key', 'role', 'why')
 RECORD_KEYS = ('host', 'rack', 'node_class', 'status', 'held_back', 'unreachable', 'error',
-               'phase', 'check_mode', 'pre_check', 'changes', 'reboot', 'post_check')
+               'phase', 'check_mode', 'pre_check', 'changes', 'reboot', 'post_check', 'gates')
 
 # Characters that XML 1.0 does not allow, even escaped (C0 controls but tab and line ends, lone surrogates,
 # U+FFFE, U+FFFF), those it discourages (DEL, C1 controls) and the bidirectional embeddings, overrides and
@@ -238,7 +241,7 @@ def derive_status(record):
     if reboot and not reboot.get('rebooted'):
         return 'reboot_required'
     if post is not None:
-        return 'provisioned' if post.get('passed') else 'failed'
+        return 'provisioned' if post.get('passed') and not gates_.failed(record.get('gates') or []) else 'failed'
     if record.get('roles') is not None:
         return 'failed'
     return 'validated' if pre.get('passed') else 'failed'
@@ -270,6 +273,10 @@ def normalize_record(raw):
     lost.append(unreachable)
     record['post_check'], unreachable = _check(raw.get('post_check'), 'post_check', host, True)
     lost.append(unreachable)
+    try:
+        record['gates'] = gates_.normalize_gates(raw.get('gates'), host)
+    except gates_.GateError as exc:
+        raise ReportError(str(exc))
     lost = [message for message in lost if message]
     record['unreachable'] = _bool(raw.get('unreachable'), 'unreachable', host) or bool(lost)
     if lost and not record['error']:
@@ -299,6 +306,7 @@ def host_reason(record):
     for check in (record['pre_check'], record['post_check']):
         for item in (check or {}).get('failures', []) + (check or {}).get('regressions', []):
             parts.append(_value(item.get('message')) or _value(item.get('check')) or u'check failed')
+    parts.extend(gates_.reasons(record.get('gates') or []))
     reboot = record.get('reboot')
     if reboot and not reboot['rebooted']:
         parts.append(u'reboot required by %s, not rebooted' % u', '.join(reboot['required_by']))
@@ -538,8 +546,9 @@ def render_markdown(report):
         lines += [u'No hosts were reported.', u'']
     for rack in report['racks']:
         lines += [u'## Rack %s' % _cell(rack['name']), u'', _summary_line(rack['summary']) + u'.', u'']
-        lines.append(_row([u'Host', u'Class', u'Status', u'Pre-check', u'Changes', u'Post-check', u'Regressions']))
-        lines.append(_row([u'---'] * 7))
+        lines.append(_row([u'Host', u'Class', u'Status', u'Pre-check', u'Changes', u'Post-check', u'Regressions',
+                           u'Gates']))
+        lines.append(_row([u'---'] * 8))
         for rec in rack['hosts']:
             post = rec['post_check']
             regressions = len(post['regressions']) if post else None
@@ -551,6 +560,7 @@ def render_markdown(report):
                 _cell(changes_text(rec)),
                 _check_cell(post, u'after reboot' if _reboot_pending(rec) else u'-'),
                 u'-' if regressions is None else str(regressions),
+                _cell(gates_.cell(rec['gates'])),
             ]))
         lines.append(u'')
 
@@ -565,6 +575,17 @@ def render_markdown(report):
             checks = sorted(set(_value(i['check']) for i in items), key=_sort_key)
             roles = sorted(set(_value(i['role']) for i in items), key=_sort_key)
             lines.append(_row([_cell(rec['host']), _cell(u', '.join(checks)), _cell(u', '.join(roles))]))
+        lines.append(u'')
+
+    gated = [r for rack in report['racks'] for r in rack['hosts'] if r['gates']]
+    if gated:
+        lines += [u'## Acceptance gates', u'',
+                  u'Run after the post-change check, on the hosts that passed it: a gate that fails fails its host.',
+                  u'', _row([u'Host', u'Gate', u'Result', u'Summary']), _row([u'---'] * 4)]
+        for rec in gated:
+            for gate in rec['gates']:
+                lines.append(_row([_cell(rec['host']), _cell(gate['name']), gates_.gate_outcome(gate),
+                                   _cell(gate['summary'])]))
         lines.append(u'')
 
     detailed = [r for rack in report['racks'] for r in rack['hosts'] if _has_details(r)]
@@ -590,8 +611,12 @@ def render_markdown(report):
         if post and post['regressions']:
             lines += _findings(u'Regressions against the pre-change snapshot:', (u'Before', u'After'),
                                ('before', 'after'), post['regressions'])
+        gate_failures = [f for gate in gates_.failed(rec['gates']) for f in gate['failures']]
+        if gate_failures:
+            lines += _findings(u'Acceptance gate failures:', (u'Expected', u'Actual'), ('expected', 'actual'),
+                               gate_failures)
         if not (rec['unreachable'] or rec['error'] or _reboot_pending(rec) or (rec['pre_check'] or {}).get('failures')
-                or (post or {}).get('failures') or (post or {}).get('regressions')):
+                or (post or {}).get('failures') or (post or {}).get('regressions') or gate_failures):
             lines += [u'%s.' % _cell(host_reason(rec)).capitalize(), u'']
     return u'\n'.join(lines).rstrip(u'\n') + u'\n'
 
@@ -613,7 +638,7 @@ def _has_details(record):
     for check in (record['pre_check'], record['post_check']):
         if check and (check['failures'] or check.get('regressions')):
             return True
-    return False
+    return bool(gates_.failed(record.get('gates') or []))
 
 
 # ---------------------------------------------------------------- JUnit XML
@@ -680,6 +705,7 @@ def _testcases(record):
             lines = [_failure_line(f) for f in post['failures']] + [_failure_line(r) for r in post['regressions']]
             cases.append(('post_check', 'failure', _failure_message(post['failures'], post['regressions']),
                           u'\n'.join(lines)))
+        cases.extend(gates_.junit_cases(record.get('gates') or []))
     elif record['held_back']:
         cases.append(('post_check', 'skipped', u'held back: pre-change check failed, nothing was changed', None))
     elif record['status'] == 'reboot_required':

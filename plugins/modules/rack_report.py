@@ -39,6 +39,9 @@ options:
         V(failures), V(deferred); an V(unreachable) result makes the host unreachable, a V(skipped) or V(failed) one
         counts as not run), or a dictionary with V(passed), V(failures) and V(deferred).
       - V(post_check) is the same for the post-change check, with V(regressions).
+      - V(gates) maps a role with an acceptance gate to its C(<role>_gate) (V(name), V(ran), V(passed), V(summary),
+        V(failures) in the format of a check's failures). A gate that ran and did not pass, or that reported nothing
+        (V(null)), fails its host; one that did not run says why in V(summary).
       - V(gather) is the registered result of the fact gathering; only V(unreachable) and V(msg) are read.
       - V(roles) lists the roles the rollout applies to the host. A record with V(roles) is a rollout record, whose
         failed pre-change check holds the host back (V(held_back)) and whose post-change check must have run; a
@@ -53,7 +56,8 @@ options:
         playbooks start every record with V(started)) means the host left the play on the way.
       - V(status) is one of V(provisioned), V(validated), V(held_back), V(reboot_required), V(regressed),
         V(unreachable), V(failed), V(not_started). When omitted it is derived, in this order of precedence; unreachable, held back, regressed,
-        failed (an error), reboot required, then the post-change check (V(provisioned) or V(failed)) or, without one,
+        failed (an error), reboot required, then the post-change check and the gates (V(provisioned) or V(failed)) or,
+        without one,
         the pre-change check (V(validated) or V(failed)).
       - Other keys, for example V(gpu_topology), are kept in the per-host files (see O(host_dir)) and left out of the
         rack report.

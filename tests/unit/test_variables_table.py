@@ -71,6 +71,13 @@ def test_deferrable_roles_are_the_check_modules():
     assert _load('vars', 'main.yml')['__gpuops_check_roles'] == list(ROLES)
 
 
+def test_gate_roles_are_the_roles_with_a_gate():
+    roles_dir = os.path.dirname(ROLE)
+    with_gate = sorted(name for name in os.listdir(roles_dir)
+                       if os.path.exists(os.path.join(roles_dir, name, 'tasks', 'gate.yml')))
+    assert sorted(_load('vars', 'main.yml')['__gpuops_gate_roles']) == with_gate
+
+
 def test_spec_entry_point_is_not_a_task_file():
     # the spec is validated inside the rollout (tasks/variables.yml), so that a wrong value fails that host in the
     # report; an entry point named like a task file would also be validated by Ansible, outside any rescue

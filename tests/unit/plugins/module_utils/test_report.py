@@ -132,7 +132,7 @@ def test_markdown(records):
     assert md.startswith('# Night \\| run\n')
     assert '**NOT HEALTHY** - 5 hosts: 1 passed, 1 held back, 1 regressed, 1 failed, 1 unreachable.' in md
     assert '## Rack rack_a' in md and '## Rack rack_b' in md
-    assert '| Host | Class | Status | Pre-check | Changes | Post-check | Regressions |' in md
+    assert '| Host | Class | Status | Pre-check | Changes | Post-check | Regressions | Gates |' in md
     assert '| gpu-a10 | dgx_h100 | provisioned | PASS | mofed: ok, nvidia_driver: 3 | PASS | 0 |' in md
     assert '| gpu-a2 | dgx_h100 | held_back | FAIL (2) | held back | - | - |' in md
     assert '| gpu-b1 | hgx_a100 | regressed | PASS | nvidia_driver: changed | FAIL | 1 |' in md
@@ -147,7 +147,7 @@ def test_markdown(records):
     # every table row of the summary has the same number of cells
     for line in md.splitlines():
         if line.startswith('| gpu-'):
-            assert line.replace('\\|', '').count('|') == 8
+            assert line.replace('\\|', '').count('|') == 9
 
 
 def test_markdown_healthy():
@@ -329,7 +329,7 @@ def test_no_control_character_reaches_markdown_or_junit(field, value):
     md.encode('utf-8')
     for line in md.splitlines():
         if line.startswith(u'| ') and not line.startswith(u'| ---'):
-            assert line.replace(u'\\|', u'').count(u'|') in (6, 8), line
+            assert line.replace(u'\\|', u'').count(u'|') in (5, 6, 9), line
     # the value is there, made harmless, where it belongs
     shown = rpt._cell(value)
     assert u'\ufffd' in shown or u' ' in shown
