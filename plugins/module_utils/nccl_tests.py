@@ -257,17 +257,18 @@ def busbw_failures(parsed, min_busbw_gbps=None, subject='node'):
                          'actual': error, 'message': error})
     if min_busbw_gbps is not None:
         value = parsed.get('largest_size_busbw_gbps')
+        expected = '>= %s GB/s' % fmt_gbps(min_busbw_gbps)
         if value is None:
-            failures.append({'check': 'nccl_busbw', 'subject': subject, 'expected': '>= %s GB/s' % _fmt(min_busbw_gbps),
-                             'actual': 'not measured',
-                             'message': 'no bus bandwidth measured (no result row)'})
+            failures.append({'check': 'nccl_busbw', 'subject': subject, 'expected': expected,
+                             'actual': 'not measured', 'message': 'no bus bandwidth measured (no result row)'})
         elif value < min_busbw_gbps:
-            failures.append({'check': 'nccl_busbw', 'subject': subject, 'expected': '>= %s GB/s' % _fmt(min_busbw_gbps),
-                             'actual': '%s GB/s' % _fmt(value),
+            failures.append({'check': 'nccl_busbw', 'subject': subject, 'expected': expected,
+                             'actual': '%s GB/s' % fmt_gbps(value),
                              'message': 'bus bandwidth %s GB/s at %d bytes is below %s GB/s'
-                                        % (_fmt(value), parsed['largest_size'], _fmt(min_busbw_gbps))})
+                                        % (fmt_gbps(value), parsed['largest_size'], fmt_gbps(min_busbw_gbps))})
     return failures
 
 
-def _fmt(value):
+def fmt_gbps(value):
+    """A bandwidth as printed in messages: 400, 117.68."""
     return ('%.2f' % value).rstrip('0').rstrip('.') if value != int(value) else '%d' % value
