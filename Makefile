@@ -156,9 +156,10 @@ demo: host collection-link
 # ---------------------------------------------------------------- host
 # What `make demo` and `make test` need from the machine (as root on Debian/Ubuntu): apt packages when a
 # tool is missing, and podman's runtime set to runc (crun fails on hybrid cgroup hosts).
+# prometheus: for promtool, which checks and tests the dcgm role's alert rules (make units)
 HOST_APT_PACKAGES := podman runc debootstrap make rsync git shellcheck util-linux python3 python3-venv ca-certificates tar \
-                     apt-utils gpg
-HOST_TOOLS := podman runc debootstrap rsync git shellcheck flock python3 apt-ftparchive gpg
+                     apt-utils gpg prometheus
+HOST_TOOLS := podman runc debootstrap rsync git shellcheck flock python3 apt-ftparchive gpg promtool
 
 host:
 	@missing=""; \
