@@ -30,11 +30,20 @@ try:
     from . import bundle as B
     from . import nvidia_smi as N
     from . import sim_rdma as R
+    from . import sim_dcgmi as DCGMI
 except ImportError:  # run as a script, or from a copy of the directory under another name
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import bundle as B  # noqa: E402
     import nvidia_smi as N  # noqa: E402
     import sim_rdma as R  # noqa: E402
+    import sim_dcgmi as DCGMI  # noqa: E402
+try:
+    from . import sim_nccl as NCCL
+except ImportError:
+    try:
+        import sim_nccl as NCCL  # noqa: E402
+    except ImportError:  # nccl-tests not simulated in this copy: no nccl_slow
+        NCCL = None
 
 # The exact text nvidia-smi prints when the kernel module is not loaded
 # (tests/fixtures/real/nvsmi-errors/couldnt-communicate-with-driver-a100-module-not-loaded.txt).
@@ -377,6 +386,26 @@ def _driver_not_loaded(tree):
     return {'source': DRIVER_NOT_LOADED_SOURCE}
 
 
+def _dcgm_diag_fail(tree, gpu=1, test=None):
+    """dcgmi diag fails one test on one GPU.
+
+    ``sim/dcgm.json`` lists ``{"gpu": N, "test": NAME}`` under ``diag_fail``; the simulated host engine then
+    reports that test (default: memory from level 2 on, software at level 1) Fail on that GPU with the real
+    DCGM 4.2.3 failure text, verdict Fail (exit status 226). ``gpuops-sim fault dcgm_diag_fail`` arms the
+    same at run time.
+    """
+    gpu = _int_param(gpu, 'gpu')
+    _gpu_block(_xml(tree), gpu)
+    known = sorted(set(name for tests in DCGMI.LEVEL_TESTS.values() for _category, name in tests))
+    if test is not None and test not in known:
+        raise FaultError('unknown DCGM test %r (known: %s)' % (test, ', '.join(known)))
+    data = json.loads(B.text(tree, DCGM_FILE)) if DCGM_FILE in tree else {}
+    data.setdefault('diag_fail', []).append({'gpu': gpu, 'test': test})
+    B.put_text(tree, DCGM_FILE, json.dumps(data, indent=2, sort_keys=True) + '\n')
+    return {}
+
+
+DCGM_FILE = 'sim/dcgm.json'
 FAULTS = {}
 
 
@@ -412,6 +441,14 @@ _register('roce_retrans_high', _roce_retrans_high,
           'One RoCE port retransmits 1% of its packets: hw_counters roce_adp_retrans, local_ack_timeout_err, '
           'packet_seq_err, out_of_sequence at 1% of port_xmit_packets and growing with the traffic',
           {'nic': 'RDMA device name of an Ethernet-link-layer NIC (default the first Ethernet compute NIC)'})
+_register('dcgm_diag_fail', _dcgm_diag_fail,
+          'dcgmi diag reports one test Fail on one GPU (the real DCGM 4 failure text), verdict Fail',
+          {'gpu': 'GPU index (default 1)',
+           'test': 'DCGM 4 test name (default memory from level 2 on, software at level 1)'})
+if NCCL is not None:
+    _register('nccl_slow', NCCL.apply_fault_nccl_slow,
+              'nccl-tests report the bus bandwidth scaled by factor (default 0.25)',
+              {'factor': 'bandwidth factor, 0 < factor <= 1 (default 0.25)'})
 _register('driver_not_loaded', _driver_not_loaded,
           "Driver not loaded: every nvidia-smi call prints the real \"couldn't communicate with the NVIDIA "
           "driver\" text and exits 9", {})

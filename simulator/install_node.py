@@ -78,6 +78,13 @@ except ImportError:  # a copy without the RDMA simulation: no dcb stand-in, no R
         import sim_rdma as R  # noqa: E402
     except ImportError:
         R = None
+try:
+    from . import sim_dcgm as G
+except ImportError:  # a copy without the DCGM stand-ins
+    try:
+        import sim_dcgm as G  # noqa: E402
+    except ImportError:
+        G = None
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NVIDIA_SMI = 'usr/bin/nvidia-smi'
@@ -88,7 +95,9 @@ STATE = N.DEFAULT_STATE
 
 # --bare
 LIB = 'usr/share/gpuops-sim/lib'
-LIB_MODULES = ('nvidia_smi.py', 'sim_driver.py', 'sim_daemons.py', 'sim_rdma.py', 'sim_dcb.py', 'sim_iproute2.py')
+LIB_MODULES = ('nvidia_smi.py', 'sim_driver.py', 'sim_daemons.py', 'sim_rdma.py', 'sim_dcb.py', 'sim_iproute2.py',
+               'sim_dcgm.py', 'sim_dcgmi.py', 'sim_dcgm_exporter.py') + (
+    ('sim_nccl.py',) if os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'sim_nccl.py')) else ())
 STANDIN_SOURCES = (('standin-nvidia-smi', 'nvidia_smi.py'), ('standin-daemon', 'sim_daemons.py'))
 DPKG_HOOK = 'etc/dpkg/dpkg.cfg.d/gpuops-sim'
 APT_HOOK = 'etc/apt/apt.conf.d/80gpuops-sim'
@@ -122,6 +131,16 @@ ExecStart=/usr/local/sbin/gpuops-sim boot
 WantedBy=sysinit.target
 '''
 
+
+# DCGM stand-ins (every node): diverted package files, placed by sim_dcgm.py sync after every dpkg run
+DCGM_SYNC = ('if [ -f /usr/share/gpuops-sim/lib/sim_dcgm.py ]; then %s /usr/share/gpuops-sim/lib/sim_dcgm.py sync '
+             '>/dev/null; fi')
+DCGM_HOOKS = (('etc/dpkg/dpkg.cfg.d/gpuops-sim-dcgm',
+               '# gpuops-sim: place or remove the DCGM stand-ins after every dpkg run (simulator/README.md)\n'
+               'post-invoke=%s\n'),
+              ('etc/apt/apt.conf.d/80gpuops-sim-dcgm',
+               '// gpuops-sim: place or remove the DCGM stand-ins after every apt run (simulator/README.md)\n'
+               'DPkg::Post-Invoke { "%s"; };\n'))
 
 # RDMA (profiles with sim/rdma.json)
 DCB = 'usr/local/sbin/dcb'
@@ -240,6 +259,8 @@ def install(profile_dir, root='/', faults=(), python='/usr/bin/python3', keep_st
         del paths['nvidia_smi']
     if D is not None:
         changed = _install_lib(root, python, bare) or changed
+    if D is not None and G is not None:
+        changed = _install_dcgm(root, python) or changed
     if rdma is not None:
         changed = _install_rdma(root, python) or changed
     elif R is not None and os.path.lexists(os.path.join(root, RDMA_UNITS[0][0])):
@@ -255,6 +276,8 @@ def install(profile_dir, root='/', faults=(), python='/usr/bin/python3', keep_st
     summary.update(paths)
     if bare:
         summary.update(_finish_bare(root, changed))
+    if D is not None and G is not None:
+        summary.update(_finish_dcgm(root))
     if rdma is not None:
         summary.update(_finish_rdma(root, changed))
     return summary
@@ -367,10 +390,10 @@ def _ours(root, rel):
     return not (live(root) and D.dpkg_owner(D.dpkg_query('/'), '/' + rel))
 
 
-def _divert(root):
+def _divert(root, rels=None):
     """Add the diversions; returns [{path, argv, ran}] (ran False when not live: the argv it would run)."""
     done = []
-    for rel, _kind in D.STANDINS:
+    for rel in rels or [rel for rel, _kind in D.STANDINS]:
         path = os.path.join(root, rel)
         if _ours(root, rel):
             os.remove(path)
@@ -476,8 +499,50 @@ def _remove(root, files, trees, removed):
                 removed.append(path)
 
 
+def _install_dcgm(root, python):
+    """The DCGM stand-in template and the dpkg/apt hooks that place it; True when something changed."""
+    changed = False
+    files = [(os.path.join(LIB, G.STANDIN), script(python, 'sim_dcgm.py'), 0o755)]
+    files += [(rel, (text % (DCGM_SYNC % python)).encode(), 0o644) for rel, text in DCGM_HOOKS]
+    for rel, content, mode in files:
+        path = os.path.join(root, rel)
+        if not _same_file(content, path) or stat.S_IMODE(os.stat(path).st_mode) != mode:
+            _write_exec(content, path)
+            os.chmod(path, mode)
+            changed = True
+    return changed
+
+
+def _finish_dcgm(root):
+    """Divert the DCGM packages' files and place the stand-ins where a package shipped one."""
+    diversions = _divert(root, G.STANDINS)
+    try:
+        placed = G.sync(root)
+    except (D.DriverError, OSError) as exc:
+        raise InstallError('DCGM stand-ins: %s' % exc)
+    return {'dcgm_diversions': diversions, 'dcgm_sync': placed,
+            'dcgm_hooks': [os.path.join(root, rel) for rel, _text in DCGM_HOOKS]}
+
+
+def uninstall_dcgm(root='/'):
+    """Remove the DCGM stand-ins, their diversions (a package's file goes back), hooks and state."""
+    removed = []
+    for rel in G.STANDINS:
+        path = os.path.join(root, rel)
+        if D.is_standin(path):
+            os.remove(path)
+            removed.append(path)
+        if live(root) and _command(['dpkg-divert', '--truename', '/' + rel]).strip() == '/' + rel + D.DISTRIB:
+            _command(['dpkg-divert', '--rename', '--remove', '/' + rel])
+            removed.append('diversion of /' + rel)
+    files = [rel for rel, _text in DCGM_HOOKS] + [G.STATE_FILE, G.STATE_FILE + '.lock', G.RUNTIME_FAULTS_FILE]
+    _remove(root, files, (), removed)
+    return {'removed': removed}
+
+
 def uninstall(root='/'):
-    removed = uninstall_bare(root)['removed'] if os.path.lexists(os.path.join(root, UNIT)) else []
+    removed = uninstall_dcgm(root)['removed'] if D is not None and G is not None else []
+    removed += uninstall_bare(root)['removed'] if os.path.lexists(os.path.join(root, UNIT)) else []
     removed += uninstall_rdma(root)['removed']
     _remove(root, (NVIDIA_SMI, ADMIN, STATE, STATE + '.lock'), (PROFILE, SYSFS, LIB), removed)
     return {'changed': bool(removed), 'removed': removed}

@@ -1842,7 +1842,8 @@ ADMIN_USAGE = ('usage: gpuops-sim {reboot|busy GPU [PID [NAME]]|idle GPU|state|r
                '  reboot       apply pending MIG modes; GPU/compute instances, persistence and compute\n'
                '               mode return to their boot values (as on a real reboot); on a bare node: boot;\n'
                '               the HCAs\' RDMA state as after a boot (sim_rdma.py)\n'
-               '  fault [roce_retrans_high [nic=HCA] | clear]\n'
+               '  fault [roce_retrans_high [nic=HCA] | dcgm_diag_fail [gpu=N] [test=T] | nccl_slow [factor=F]\n'
+               '         | clear [NAME]]\n'
                '               arm a fault at run time (gpuops-sim fault -h), or list the armed ones\n'
                '  busy GPU     mark GPU (index) as in use: -mig then only sets the pending mode; with PID\n'
                '               (and NAME, default python3) -q -x also lists that compute process\n'
@@ -1855,11 +1856,26 @@ ADMIN_USAGE = ('usage: gpuops-sim {reboot|busy GPU [PID [NAME]]|idle GPU|state|r
                '  profile      print the installed profile.yml\n')
 
 
+def _sim_dcgm():
+    """simulator/sim_dcgm.py (run-time faults dcgm_diag_fail and nccl_slow), or None in a copy without it."""
+    try:
+        from . import sim_dcgm
+    except ImportError:
+        try:
+            import sim_dcgm  # noqa: E402
+        except ImportError:
+            return None
+    return sim_dcgm
+
+
 def admin(argv, profile_dir, state_file):
     if not argv or argv[0] in ('-h', '--help'):
         return Result(0 if argv else 2, ADMIN_USAGE)
     cmd = argv[0]
     if cmd == 'fault':
+        dcgm = _sim_dcgm()
+        if dcgm is not None:
+            return Result(*dcgm.admin_fault(argv[1:]))
         if R is None:
             return Result(1, '', 'gpuops-sim: fault needs sim_rdma.py\n')
         return Result(*R.admin_fault(argv[1:]))
