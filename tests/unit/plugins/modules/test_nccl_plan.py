@@ -1,0 +1,94 @@
+# -*- coding: utf-8 -*-
+"""nccl_plan: what it returns and refuses for a node, and how it reads apt and dpkg."""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+
+import yaml
+
+from ansible_collections.gpuops.node.plugins.modules import nccl_plan as M
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+with open(os.path.join(ROOT, 'roles', 'nccl', 'defaults', 'main.yml')) as _handle:
+    DEFAULTS = yaml.safe_load(_handle)
+
+
+def _nic(name, layer='InfiniBand'):
+    return {'name': name, 'ports': [{'port': 1, 'link_layer': layer}]}
+
+
+FACTS = {
+    'cuda_version': '12.3', 'driver_loaded': True, 'gpu_count': 2, 'pci_gpus': [{}, {}],
+    'nics': [_nic('mlx5_0'), _nic('mlx5_1'), _nic('mlx5_2', 'Ethernet')],
+    'matrix': {'GPU0': {'GPU1': 'NV12', 'mlx5_0': 'PIX', 'mlx5_1': 'SYS', 'mlx5_2': 'NODE'},
+               'GPU1': {'GPU0': 'NV12', 'mlx5_0': 'SYS', 'mlx5_1': 'PIX', 'mlx5_2': 'NODE'}},
+}
+SHOW = ('Package: libnccl2\nVersion: 2.26.2-1+cuda12.8\n\nPackage: libnccl2\nVersion: 2.23.4-1+cuda12.6\n\n')
+MADISON = (' libnccl2 | 2.26.2-1+cuda12.8 | file:/srv/repo ./ Packages\n'
+           ' libnccl2 | 2.23.4-1+cuda12.6 | http://other/repo ./ Packages\n')
+DPKG = 'libnccl2\t2.23.4-1+cuda12.6\thi \n'
+
+
+def _params(**variables):
+    values = dict(DEFAULTS)
+    values.update(variables)
+    return {'variables': values, 'facts': FACTS, 'profile': {'nic_names': ['mlx5_[01]']},
+            'packages': ['libnccl2', 'libnccl-dev'], 'repo_url': ''}
+
+
+class FakeModule(object):
+    def __init__(self):
+        self.calls = []
+
+    def run_command(self, argv, environ_update=None):
+        self.calls.append(argv[:2])
+        if argv[:2] == ['apt-cache', 'show']:
+            return 0, SHOW, ''
+        if argv[:2] == ['apt-cache', 'madison']:
+            return 0, MADISON, ''
+        # dpkg-query: libnccl-dev unknown
+        return 1, DPKG, 'dpkg-query: no packages found matching libnccl-dev\n'
+
+    def fail_json(self, **kwargs):
+        raise AssertionError(kwargs)
+
+
+def test_plan_of_a_node():
+    module = FakeModule()
+    result = M.plan(_params(nccl_version='2.23.4', nccl_tests_build=True),
+                    lambda packages, url: M.read_packages(module, packages, url))
+    assert result['errors'] == []
+    assert result['ib_hca'] == ['mlx5_0:1', 'mlx5_1:1']
+    assert 'NCCL_IB_HCA==mlx5_0:1,mlx5_1:1' in result['conf_lines']
+    assert result['package_version'] == '2.23.4-1+cuda12.6'
+    assert result['installed'] == {'libnccl2': '2.23.4-1+cuda12.6'}
+    assert result['cuda'] == {'major': 12, 'minor': 3}
+    assert result['test_command'] == '/opt/nccl-tests/build/all_reduce_perf -b 8 -e 8G -f 2 -g 2'
+
+
+def test_only_the_mirror_counts():
+    module = FakeModule()
+    params = _params(nccl_version='2.23.4')
+    params['repo_url'] = 'file:///srv/repo/'
+    result = M.plan(params, lambda packages, url: M.read_packages(module, packages, url))
+    assert result['package_version'] is None
+    assert result['errors'] == ['nccl_version: apt offers no libnccl2 2.23.4 built for CUDA 12 (offered: '
+                                '2.26.2-1+cuda12.8); choose a version built for the driver\'s CUDA major, or set '
+                                'nccl_cuda_major']
+
+
+def test_bad_values_stop_before_apt_is_read():
+    calls = []
+    result = M.plan(_params(nccl_test_min_busbw_gbps=-1, nccl_ib_hcas=['ib*']),
+                    lambda packages, url: calls.append(packages))
+    assert calls == []
+    assert [e.split(' ')[0] for e in result['errors']] == ['nccl_test_min_busbw_gbps', 'nccl_ib_hcas:']
+    assert result['conf_lines'] == []
+
+
+def test_without_packages_nothing_is_read():
+    params = _params()
+    params['packages'] = []
+    result = M.plan(params, lambda packages, url: 1 / 0)
+    assert result['errors'] == [] and result['package_version'] is None
