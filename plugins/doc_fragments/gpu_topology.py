@@ -43,6 +43,7 @@ options:
       - A C(<file>.rc) of 124 or 137 means the capture's time limit stopped that command.
       - The C(dcb) outputs of a RoCE netdev are C(dcb-pfc-<netdev>.txt) and C(dcb-app-dscp-prio-<netdev>.txt)
         (with a C(.rc) when dcb failed); without them PFC and DSCP are not read.
+      - C(dcgmi-health-c.json) (and its C(.rc)) is what C(dcgmi health -c -j) printed, when DCGM was on the node.
     type: path
   command_timeout:
     description:
@@ -63,6 +64,16 @@ options:
       - Ignored when O(bundle_dir) is set.
     type: str
     default: dcb
+  dcgmi:
+    description:
+      - Path or name of DCGM's C(dcgmi), run as C(dcgmi health -c -j) (the health watches of the local host engine)
+        under the same O(command_timeout); its report is C(dcgm.health) in the facts.
+      - When it is not found (DCGM not installed), cannot reach the host engine or prints what the parser cannot
+        read, C(dcgm.health) is null and C(dcgm.unreadable) says why; the C(dcgm_health) check then fails as
+        C(not checked).
+      - With O(bundle_dir), the bundle's C(dcgmi-health-c.json) (and C(.rc)) is read instead.
+    type: str
+    default: dcgmi
 attributes:
   check_mode:
     support: full

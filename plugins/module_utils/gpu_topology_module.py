@@ -20,6 +20,7 @@ GATHER_ARGS = dict(
     bundle_dir=dict(type='path'),
     command_timeout=dict(type='int', default=DEFAULT_TIMEOUT),
     dcb=dict(type='str', default='dcb'),
+    dcgmi=dict(type='str', default='dcgmi'),
 )
 
 
@@ -49,6 +50,7 @@ def gather_for_module(module):
         return gather_bundle(params['bundle_dir'], params['sysfs_root'])
     path, problem = _binary(module, params['nvidia_smi'])
     dcb, dcb_problem = _binary(module, params['dcb'], 'dcb')
+    dcgmi, dcgmi_problem = _binary(module, params['dcgmi'], 'dcgmi')
     timeout = params['command_timeout']
 
     def run(argv):
@@ -56,7 +58,7 @@ def gather_for_module(module):
         return run_bounded(argv, timeout, {'LC_ALL': 'C'})
 
     topology = gather_live(run, path, params['sysfs_root'] or '/sys', problem, timeout, params['proc_root'],
-                           dcb, dcb_problem)
+                           dcb, dcb_problem, dcgmi, dcgmi_problem)
     installed = read_installed_driver(run, lambda name: module.get_bin_path(name, required=False))
     topology['driver_installed'] = installed
     topology['driver_installed_version'] = installed['version'] if installed else None

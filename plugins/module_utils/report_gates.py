@@ -73,7 +73,7 @@ def normalize_gates(value, host):
     if not isinstance(value, dict):
         raise GateError('host %s: gates must be a dict of role: gate, got %r' % (host, value))
     gates = []
-    for role in sorted(value, key=lambda key: _text(key)):
+    for role in sorted(value, key=_text):
         raw = value[role]
         role = _text(role)
         where = 'gates.%s' % role

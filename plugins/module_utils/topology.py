@@ -26,6 +26,7 @@ from ansible_collections.gpuops.node.plugins.module_utils.rdma_sysfs import (
     read_rdma_cm)
 from ansible_collections.gpuops.node.plugins.module_utils.sysfs import (
     read_infiniband, read_numa_nodes, read_pci_device, read_pci_nvidia, read_value, sysfs_pci_address)
+from ansible_collections.gpuops.node.plugins.module_utils import topology_dcgm
 from ansible_collections.gpuops.node.plugins.module_utils.topology_sources import (
     DRIVER_FAILURES, PARSERS, PARTS, BundleSource, CommandSource, judge_dcb, judge_output)
 
@@ -423,13 +424,14 @@ def gather_bundle(bundle_dir, sysfs_root=None):
     if sysfs_root is None:
         sysfs_root = os.path.join(bundle_dir, 'sys')
     topo = gather(BundleSource(bundle_dir), sysfs_root, os.path.join(bundle_dir, 'proc'))
+    topo['dcgm'] = topology_dcgm.read_bundle(bundle_dir, topo['warnings'])
     if not os.path.isdir(sysfs_root):
         topo['missing'].append('sys')
     return topo
 
 
 def gather_live(run_command, nvidia_smi, sysfs_root='/sys', nvidia_smi_problem=None, limit=None, proc_root='/proc',
-                dcb=None, dcb_problem=None):
+                dcb=None, dcb_problem=None, dcgmi=None, dcgmi_problem=None):
     """Facts from the running node.
 
     ``run_command(argv)`` returns ``(rc, out, err)`` or ``(rc, out, err,
@@ -437,9 +439,11 @@ def gather_live(run_command, nvidia_smi, sysfs_root='/sys', nvidia_smi_problem=N
     ``nvidia_smi_problem`` says why (default: not found); ``limit`` is the
     time limit ``run_command`` applies to each call, for messages. ``dcb`` is
     the dcb binary run for each RoCE netdev (None: not found, or
-    ``dcb_problem``).
+    ``dcb_problem``); ``dcgmi`` the dcgmi binary asked for the host engine's health report (None: not found, or
+    ``dcgmi_problem``).
     """
     topo = gather(CommandSource(run_command, nvidia_smi, limit, dcb, dcb_problem), sysfs_root, proc_root)
+    topo['dcgm'] = topology_dcgm.read_live(run_command, dcgmi, dcgmi_problem, limit, topo['warnings'])
     if nvidia_smi is None:
         kind = 'nvidia_smi_missing' if nvidia_smi_problem is None else 'nvidia_smi_unusable'
         topo['driver_error'] = {'kind': kind, 'rc': None,

@@ -21,7 +21,7 @@ from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_topo import (
     PCIE_RELATION_RANK, closest_nics, is_gpu)
 from ansible_collections.gpuops.node.plugins.module_utils.rdma_sysfs import RETRANS_COUNTERS, retrans_ratio
 from ansible_collections.gpuops.node.plugins.module_utils.topology_checks import (
-    check_driver_loaded, check_ecc_uncorrected, check_gpu_error, check_gpu_model, check_mode,
+    check_dcgm_health, check_driver_loaded, check_ecc_uncorrected, check_gpu_error, check_gpu_model, check_mode,
     check_nvlink_active_links, check_nvsmi_exit, check_nvsmi_timeout, check_output_unreadable,
     check_outputs_disagree, check_pcie_gen, check_pcie_width, check_remapped_rows, check_retired_pages, failure,
     not_checked, per_gpu)
@@ -401,6 +401,9 @@ CHECKS = (
     Check('nic_pfc_priority', 'nic_pfc_priority', PRIO,
           'the one priority with PFC on (dcb) on every selected Ethernet NIC', 'rdma', ('sysfs', 'dcb'),
           _nic_pfc_priority),
+    Check('dcgm_health', 'dcgm_health', BOOL,
+          'true: the DCGM host engine answers and its health watches (dcgmi health -c) report no failure', 'dcgm',
+          ('dcgm',), check_dcgm_health),
     Check('gpu_nic_relation', 'gpu_nic_relation_max', RELATION,
           'worst allowed relation from each GPU to its closest selected NIC that exists in sysfs',
           None, ('topo', 'sysfs'), _gpu_nic_relation),

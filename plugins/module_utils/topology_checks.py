@@ -279,3 +279,31 @@ def check_remapped_rows(_ctx, gpu, subject, allowed):
         return [not_checked('remapped_rows_pending', subject, False,
                             'neither remapped rows nor retired pages are reported for %s' % subject)]
     return []
+
+
+# ---------------------------------------------------------------- DCGM
+
+def check_dcgm_health(ctx, wanted):
+    """``dcgm_health: true``: the host engine answers and ``dcgmi health -c`` reports no failure (warnings pass,
+    and are named in the facts); what could not be read is ``not checked``, a failure."""
+    if not wanted:
+        return []
+    dcgm = ctx.topology.get('dcgm') or {}
+    health = dcgm.get('health')
+    if health is None:
+        return [not_checked('dcgm_health', 'node', 'Healthy', dcgm.get('unreadable') or 'DCGM was not read')]
+    overall = health.get('overall')
+    if overall in ('Healthy', 'Warning'):
+        return []
+    failures = []
+    for gpu, report in sorted((health.get('gpus') or {}).items(), key=lambda item: int(item[0])):
+        if report.get('status') in ('Healthy', 'Warning'):
+            continue
+        incidents = '; '.join('%s: %s' % (i.get('system'), i.get('message')) for i in report.get('incidents') or [])
+        message = 'DCGM health watches report %s on GPU%s' % (report.get('status'), gpu)
+        failures.append(failure('dcgm_health', 'GPU%s' % gpu, 'Healthy', report.get('status'),
+                                message + (': ' + incidents if incidents else '')))
+    if not failures:
+        failures.append(failure('dcgm_health', 'node', 'Healthy', overall,
+                                'DCGM health watches report overall %s' % overall))
+    return failures

@@ -243,6 +243,14 @@ ansible_facts:
                 dscp_prio: {"26": [3], "48": [6]}
                 rdma_cm: {"1": {default_roce_tos: 106, default_roce_mode: RoCE v2}}
                 unreadable: {}
+        dcgm:
+          description:
+            - The health report of DCGM's host engine (C(dcgmi health -c -j)), as C(health) (C(overall) V(Healthy),
+              V(Warning) or V(Failure), and per GPU id its C(status) and C(incidents)), or null with the reason in
+              C(unreadable) (DCGM not installed, the host engine not answering, an output that cannot be read).
+          type: dict
+          returned: always
+          sample: {health: {overall: Healthy, gpus: {}}, unreadable: null}
         ipoib_module_loaded:
           description: Whether C(ib_ipoib) is loaded (C(<sysfs_root>/module/ib_ipoib) exists); null without
             C(<sysfs_root>/module), as in a capture bundle.

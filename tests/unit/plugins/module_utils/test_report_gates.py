@@ -26,7 +26,8 @@ NOT_RUN = {'name': 'nccl_busbw', 'ran': False, 'passed': None, 'summary': 'not r
            'failures': []}
 
 
-def _record(gate_map, post=POST_PASS):
+def _record(gate_map, post=None):
+    post = POST_PASS if post is None else post
     return {'host': 'gpu-a01', 'rack': 'rack_a', 'node_class': 'dgx_h100', 'phase': 'done', 'roles': ['dcgm', 'nccl'],
             'pre_check': PASS, 'changes': {'dcgm': 3, 'nccl': 2}, 'post_check': post, 'gates': gate_map}
 
@@ -58,7 +59,7 @@ def test_status_and_reason(gate_map, status, failed, reason):
 
 
 def test_markdown_shows_every_gate_and_the_failure():
-    report, out = rpt.render_all([_record({'dcgm': GATE_FAIL, 'nccl': BW_PASS})])
+    out = rpt.render_all([_record({'dcgm': GATE_FAIL, 'nccl': BW_PASS})])[1]
     md = out['markdown']
     assert '| gpu-a01 | dgx_h100 | failed | PASS | dcgm: 3, nccl: 2 | PASS | 0 | dcgm_diag FAIL, nccl_busbw PASS |' in md
     assert '## Acceptance gates' in md
@@ -68,7 +69,7 @@ def test_markdown_shows_every_gate_and_the_failure():
 
 
 def test_junit_has_a_case_per_gate():
-    _, out = rpt.render_all([_record({'dcgm': GATE_FAIL, 'nccl': NOT_RUN})])
+    out = rpt.render_all([_record({'dcgm': GATE_FAIL, 'nccl': NOT_RUN})])[1]
     root = ET.fromstring(out['junit'].encode('utf-8'))
     cases = dict((c.get('name'), c) for c in root.iter('testcase'))
     assert cases['gate_dcgm_diag'].find('failure') is not None
@@ -77,7 +78,7 @@ def test_junit_has_a_case_per_gate():
 
 
 def test_json_keeps_the_gates_and_reads_them_back():
-    report, out = rpt.render_all([_record({'dcgm': GATE_FAIL})])
+    out = rpt.render_all([_record({'dcgm': GATE_FAIL})])[1]
     host = json.loads(out['json'])['racks'][0]['hosts'][0]
     assert host['gates'][0]['name'] == 'dcgm_diag' and host['gates'][0]['passed'] is False
     # a record read back from the report normalizes to the same gates
