@@ -78,7 +78,10 @@ def test_example_inventory_node_classes_are_complete_and_valid():
     assert classes
     for name, (data, path) in classes.items():
         assert os.path.basename(path) == name + '.yml'
-        assert sorted(data) == ['gpuops_node_class', 'gpuops_node_class_profile']
+        assert sorted(k for k in data if k.startswith('gpuops_')) == ['gpuops_node_class', 'gpuops_node_class_profile']
+        # anything else is a setting of the class for a role of the collection (nccl_test_min_busbw_gbps, ...)
+        roles = os.listdir(os.path.join(REPO, 'roles'))
+        assert [k for k in data if not k.startswith('gpuops_') and k.split('_')[0] not in roles] == [], name
         assert validate_profile(data['gpuops_node_class_profile']) == [], name
         assert groups.get(name), 'node class %s has no hosts in hosts.yml' % name
         for host in groups[name]:
