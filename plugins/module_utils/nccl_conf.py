@@ -165,6 +165,8 @@ def _tests_errors(values, errors):
         errors.append('nccl_tests_version must name the commit (or tag) of nccl_tests_source to build, for '
                       'nccl_tests_source_type git')
     for name in ('nccl_tests_dest', 'nccl_tests_cuda_home', 'nccl_tests_nccl_home'):
+        if name == 'nccl_tests_nccl_home' and not values.get(name):
+            continue
         if not str(values.get(name) or '').startswith('/'):
             errors.append('%s must be an absolute path, got %r' % (name, values.get(name)))
     if values.get('nccl_tests_mpi') and not str(values.get('nccl_tests_mpi_home') or '').startswith('/'):
