@@ -202,7 +202,8 @@ def driver_answers(environ=None):
     if not os.path.exists(smi):
         return False
     try:
-        proc = subprocess.run([smi, '-L'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=60)
+        proc = subprocess.run([smi, '-L'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=60,
+                              check=False)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return proc.returncode == 0
@@ -360,10 +361,9 @@ def render(collective, options, host, pid, gpus, kind, factor, nccl_version, fai
     out.append('# Collective test starting: %s_perf' % collective)
     step = '%d(factor)' % options['step_factor'] if options['step_factor'] > 1 else '%d(bytes)' % options['step_bytes']
     out.append('# nThread %d nGpus %d minBytes %d maxBytes %d step: %s warmup iters: %d iters: %d agg iters: %d '
-               'validation: %d graph: %d unalign: 0' % (options['nthreads'], options['ngpus'], options['min_bytes'],
-                                                       options['max_bytes'], step, options['warmup'],
-                                                       options['iters'], options['agg'], options['check'],
-                                                       options['graph']))
+               'validation: %d graph: %d unalign: 0'
+               % (options['nthreads'], options['ngpus'], options['min_bytes'], options['max_bytes'], step,
+                  options['warmup'], options['iters'], options['agg'], options['check'], options['graph']))
     out.append('#')
     out.append('# Using devices')
     if failure:

@@ -239,13 +239,13 @@ def _summarise(result):
     result['largest_size'] = largest
     result['largest_size_busbw_gbps'] = max(half['busbw_gbps'] for row in rows if row['size'] == largest
                                             for half in (row['out_of_place'], row['in_place']))
-    result['wrong_total'] = sum(half['wrong'] or 0 for row in rows for half in (row['out_of_place'],
-                                                                                 row['in_place']))
+    halves = [half for row in rows for half in (row['out_of_place'], row['in_place'])]
+    result['wrong_total'] = sum(half['wrong'] or 0 for half in halves)
     if result['wrong_total']:
         sizes = sorted(set(row['size'] for row in rows
                            if (row['out_of_place']['wrong'] or 0) + (row['in_place']['wrong'] or 0)))
-        result['errors'].append('%d wrong element(s) at size(s) %s' % (result['wrong_total'],
-                                                                      ', '.join(str(s) for s in sizes)))
+        result['errors'].append('%d wrong element(s) at size(s) %s'
+                                % (result['wrong_total'], ', '.join(str(s) for s in sizes)))
 
 
 def busbw_failures(parsed, min_busbw_gbps=None, subject='node'):

@@ -28,6 +28,7 @@ attributes:
   check_mode:
     support: partial
     description: In check mode nothing is run; an O(output_file) is read and judged as usual.
+    details: A O(command) is not run in check mode; RV(passed) is null and nothing is measured.
   diff_mode:
     support: none
     description: The module changes nothing.
@@ -249,7 +250,8 @@ def main():
             module.fail_json(msg='command is empty', **base)
         base['command'] = argv
         if module.check_mode:
-            result = dict(EMPTY, test=os.path.basename(argv[0]), busbw_gbps=None, passed=None, failures=[],
+            result = dict(EMPTY)
+            result.update(test=os.path.basename(argv[0]), busbw_gbps=None, passed=None, failures=[],
                           msg='check mode: %s not run' % os.path.basename(argv[0]))
             result.update(base)
             module.exit_json(**result)
