@@ -31,19 +31,14 @@ try:
     from . import nvidia_smi as N
     from . import sim_rdma as R
     from . import sim_dcgmi as DCGMI
+    from . import sim_nccl as NCCL
 except ImportError:  # run as a script, or from a copy of the directory under another name
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import bundle as B  # noqa: E402
     import nvidia_smi as N  # noqa: E402
     import sim_rdma as R  # noqa: E402
     import sim_dcgmi as DCGMI  # noqa: E402
-try:
-    from . import sim_nccl as NCCL
-except ImportError:
-    try:
-        import sim_nccl as NCCL  # noqa: E402
-    except ImportError:  # nccl-tests not simulated in this copy: no nccl_slow
-        NCCL = None
+    import sim_nccl as NCCL  # noqa: E402
 
 # The exact text nvidia-smi prints when the kernel module is not loaded
 # (tests/fixtures/real/nvsmi-errors/couldnt-communicate-with-driver-a100-module-not-loaded.txt).
@@ -405,6 +400,15 @@ def _dcgm_diag_fail(tree, gpu=1, test=None):
     return {}
 
 
+def _nccl_slow(tree, factor=0.25):
+    """nccl-tests report the bus bandwidth scaled by ``factor`` (simulator/sim_nccl.py reads the fault's record;
+    ``gpuops-sim fault nccl_slow`` arms the same at run time)."""
+    try:
+        return NCCL.apply_fault_nccl_slow(tree, factor)
+    except ValueError as exc:
+        raise FaultError(str(exc))
+
+
 DCGM_FILE = 'sim/dcgm.json'
 FAULTS = {}
 
@@ -445,10 +449,9 @@ _register('dcgm_diag_fail', _dcgm_diag_fail,
           'dcgmi diag reports one test Fail on one GPU (the real DCGM 4 failure text), verdict Fail',
           {'gpu': 'GPU index (default 1)',
            'test': 'DCGM 4 test name (default memory from level 2 on, software at level 1)'})
-if NCCL is not None:
-    _register('nccl_slow', NCCL.apply_fault_nccl_slow,
-              'nccl-tests report the bus bandwidth scaled by factor (default 0.25)',
-              {'factor': 'bandwidth factor, 0 < factor <= 1 (default 0.25)'})
+_register('nccl_slow', _nccl_slow,
+          'nccl-tests report the bus bandwidth scaled by factor (default 0.25)',
+          {'factor': 'bandwidth factor, 0 < factor <= 1 (default 0.25)'})
 _register('driver_not_loaded', _driver_not_loaded,
           "Driver not loaded: every nvidia-smi call prints the real \"couldn't communicate with the NVIDIA "
           "driver\" text and exits 9", {})

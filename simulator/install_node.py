@@ -96,8 +96,7 @@ STATE = N.DEFAULT_STATE
 # --bare
 LIB = 'usr/share/gpuops-sim/lib'
 LIB_MODULES = ('nvidia_smi.py', 'sim_driver.py', 'sim_daemons.py', 'sim_rdma.py', 'sim_dcb.py', 'sim_iproute2.py',
-               'sim_dcgm.py', 'sim_dcgmi.py', 'sim_dcgm_exporter.py') + (
-    ('sim_nccl.py',) if os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'sim_nccl.py')) else ())
+               'sim_dcgm.py', 'sim_dcgmi.py', 'sim_dcgm_exporter.py', 'sim_nccl.py')
 STANDIN_SOURCES = (('standin-nvidia-smi', 'nvidia_smi.py'), ('standin-daemon', 'sim_daemons.py'))
 DPKG_HOOK = 'etc/dpkg/dpkg.cfg.d/gpuops-sim'
 APT_HOOK = 'etc/apt/apt.conf.d/80gpuops-sim'

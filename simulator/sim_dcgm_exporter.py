@@ -138,6 +138,11 @@ FIELDS = {
     'DCGM_FI_DEV_CLOCKS_EVENT_REASONS': _zero,
     'DCGM_FI_DEV_POWER_VIOLATION': _zero,
     'DCGM_FI_DEV_THERMAL_VIOLATION': _zero,
+    'DCGM_FI_DEV_SYNC_BOOST_VIOLATION': _zero,
+    'DCGM_FI_DEV_BOARD_LIMIT_VIOLATION': _zero,
+    'DCGM_FI_DEV_LOW_UTIL_VIOLATION': _zero,
+    'DCGM_FI_DEV_RELIABILITY_VIOLATION': _zero,
+    'DCGM_FI_DEV_NVLINK_BANDWIDTH_L0': _zero,
     'DCGM_FI_PROF_GR_ENGINE_ACTIVE': _zero,
     'DCGM_FI_PROF_SM_ACTIVE': _zero,
     'DCGM_FI_PROF_SM_OCCUPANCY': _zero,
@@ -152,7 +157,10 @@ FIELDS = {
     'DCGM_FI_PROF_NVLINK_RX_BYTES': _zero,
 }
 LABEL_FIELDS = {'DCGM_FI_DRIVER_VERSION': 'driver', 'DCGM_FI_DEV_NAME': 'name', 'DCGM_FI_DEV_UUID': 'uuid',
-                'DCGM_FI_DEV_SERIAL': 'serial', 'DCGM_FI_DEV_MINOR_NUMBER': 'minor'}
+                'DCGM_FI_DEV_SERIAL': 'serial', 'DCGM_FI_DEV_MINOR_NUMBER': 'minor', 'DCGM_FI_DEV_BRAND': 'brand',
+                'DCGM_FI_NVML_VERSION': 'nvml', 'DCGM_FI_DEV_VBIOS_VERSION': 'vbios',
+                'DCGM_FI_DEV_INFOROM_IMAGE_VER': 'inforom', 'DCGM_FI_DEV_ECC_INFOROM_VER': 'inforom_ecc',
+                'DCGM_FI_DEV_OEM_INFOROM_VER': 'inforom_oem', 'DCGM_FI_DEV_POWER_INFOROM_VER': 'inforom_power'}
 TYPES = ('gauge', 'counter', 'label')
 
 
@@ -280,7 +288,10 @@ def render_metrics(root, collectors, hostname=None):
             pairs = [('gpu', str(gpu['id'])), ('UUID', gpu['uuid']), ('pci_bus_id', gpu['bus_id']),
                      ('device', 'nvidia%d' % gpu['id']), ('modelName', gpu['name']), ('Hostname', hostname)]
             for label, key in labels:
-                value = {'name': gpu['name'], 'uuid': gpu['uuid'], 'minor': str(gpu['id'])}.get(key, extra.get(key))
+                value = {'name': gpu['name'], 'uuid': gpu['uuid'], 'minor': str(gpu['id']),
+                         'serial': S.N.get_value(gpu['block'], 'serial'),
+                         'vbios': S.N.get_value(gpu['block'], 'vbios_version'),
+                         'brand': S.N.get_value(gpu['block'], 'product_brand')}.get(key, extra.get(key))
                 pairs.append((label, value))
             value = FIELDS[name](gpu)
             shown = ('%d' % value) if value == int(value) else ('%f' % value)

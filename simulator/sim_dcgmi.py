@@ -18,7 +18,6 @@ __metaclass__ = type
 
 import json
 import re
-import textwrap
 
 try:
     from . import sim_dcgm as S
@@ -44,23 +43,26 @@ LEVEL_TESTS = {
         ('Stress', 'memory_bandwidth')),
     4: (('Hardware', 'memtest'), ('Stress', 'pulse_test')),
 }
-# REAL failure message: DCGM 4.2.3 (tests/fixtures/real/dcgmi/diag-r2-dcgm423-l40s-4gpu-pcie-FAIL-internal-error-k8s.txt)
+# REAL failure message: DCGM 4.2.3
+# (tests/fixtures/real/dcgmi/diag-r2-dcgm423-l40s-4gpu-pcie-FAIL-internal-error-k8s.txt)
 FAIL_MESSAGE = ("There was an internal error during the test: 'A child process (152) exited with non-zero status 1' "
                 "Check DCGM and system logs for errors. Reset GPU. Restart DCGM. Rerun diagnostics.")
 
-# Policy conditions: key, dcgmi flag, label of `dcgmi policy --get` (value labels: APPROXIMATION except pcie and dbe,
-# which the DCGM User Guide's examples show).
+# Policy conditions: key, dcgmi flag, label of `dcgmi policy --get` (the collection's table,
+# plugins/module_utils/dcgm_policy.py CONDITIONS; a unit test keeps the two equal).
 CONDITIONS = (
     ('dbe', '-e', 'Double-bit ECC errors'),
     ('pcie', '-p', 'PCI errors and replays'),
-    ('max_pages', '-M', 'Max retired pages threshold - %d'),
-    ('thermal', '-T', 'Max temperature threshold - %d'),
-    ('power', '-P', 'Max power threshold - %d'),
-    ('nvlink', '-n', 'NVLink errors'),
-    ('xid', '-x', 'XID errors'),
+    ('max_pages', '-M', 'Max retired pages threshold'),
+    ('thermal', '-T', 'Max temperature threshold'),
+    ('power', '-P', 'Max power threshold'),
+    ('nvlink', '-n', 'NVLink Errors'),
+    ('xid', '-x', 'XID error detected.'),
 )
 ACTIONS = ('None', 'Reset GPU')
-VALIDATIONS = ('None', 'NVVS (Short)', 'NVVS (Medium)', 'NVVS (Long)')
+VALIDATIONS = ('None', 'System Validation (Short)', 'System Validation (Medium)', 'System Validation (Long)')
+GROUP_ALL = 'DCGM_ALL_SUPPORTED_GPUS'
+NOT_HOMOGENEOUS = u'**** Non-homogenous settings across group. Use with \u2013v flag to see details.'
 HEALTH_SYSTEMS = {'a': 'all', 'p': 'PCIe', 'm': 'Memory', 'i': 'InfoROM', 't': 'Thermal and Power', 'n': 'NVLink',
                   'c': 'CPU', 'C': 'CPU core', 's': 'NVSwitch', 'd': 'Driver'}
 
@@ -72,7 +74,8 @@ def handle(root, argv):
     command, rest = argv[0], argv[1:]
     handler = {'discovery': discovery, 'health': health, 'policy': policy, 'diag': diag}.get(command)
     if handler is None:
-        return 1, '', 'ERROR: Invalid subsystem %s. gpuops-sim simulates discovery, health, policy and diag.\n' % command
+        return 1, '', ('ERROR: Invalid subsystem %s. gpuops-sim simulates discovery, health, policy and diag.\n'
+                       % command)
     try:
         return handler(root, rest)
     except S.DcgmError as exc:
@@ -98,7 +101,7 @@ def _take(argv, flags_with_value, flags):
 
 
 # ---------------------------------------------------------------------------
-# jsoncpp StyledWriter (what dcgmi -j prints: tabs, " : ", containers opened on their own line)
+# jsoncpp StyledWriter (what dcgmi -j prints: tabs, " : ", sorted keys, containers opened on their own line)
 # ---------------------------------------------------------------------------
 
 def styled(value, indent=''):
@@ -106,7 +109,7 @@ def styled(value, indent=''):
     if isinstance(value, dict):
         if not value:
             return '{}'
-        items = ['%s%s : %s' % (inner, json.dumps(k), _styled_value(v, inner)) for k, v in value.items()]
+        items = ['%s%s : %s' % (inner, json.dumps(k), _styled_value(value[k], inner)) for k in sorted(value)]
         return '{\n' + ',\n'.join(items) + '\n' + indent + '}'
     if isinstance(value, list):
         if not value:
@@ -138,7 +141,7 @@ def discovery(root, argv):
                   '| %-6s | %-68s |' % ('', 'PCI Bus ID: ' + gpu['bus_id']),
                   '| %-6s | %-68s |' % ('', 'Device UUID: ' + gpu['uuid']), rule]
     lines += ['0 NvSwitches found.', '+-----------+', '| Switch ID |', '+-----------+', '+-----------+',
-              '0 CPUs found.', rule, '| CPU ID | Device Information                                                   |',
+              '0 CPUs found.', rule, '| CPU ID | %-68s |' % 'Device Information',
               rule, rule]
     return 0, '\n'.join(lines) + '\n', ''
 
@@ -197,22 +200,54 @@ def health(root, argv):
     watched = 'a' in letters or 'm' in letters
     incidents = _ecc_failures(root, set(g['id'] for g in S.gpus(root))) if watched else {}
     overall = 'Failure' if incidents else 'Healthy'
-    if opts.get('json'):
+    gpus_status = dict((gpu_id, {'status': found[0]['health'], 'incidents': found})
+                       for gpu_id, found in incidents.items())
+    return 0, render_health(gpus_status, overall, opts.get('json')), ''
+
+
+def render_tree(headers, rows, left, right):
+    """DCGM 4's output tree (DcgmiOutputTree(left, right)): ``rows`` are (level, label, value, overflow lines)."""
+    hline = '+%s+%s+' % ('-' * (left - 1), '-' * (right - 2))
+    lines = [hline] + ['| %s|' % h.ljust(left + right - 3) for h in headers]
+    if headers:
+        lines.append('+%s+%s+' % ('=' * (left - 1), '=' * (right - 2)))
+    for level, label, value, overflow in rows:
+        name = ('%s%s' % ('-> '.rjust(level * 3), label)) if level else label
+        lines.append('| %s | %s |' % (name.ljust(left - 3), (value or '').ljust(right - 4)))
+        lines += ['| %s | %s |' % (''.ljust(left - 3), line.ljust(right - 4)) for line in overflow]
+    lines.append(hline)
+    return '\n'.join(lines) + '\n'
+
+
+def split_message(message, width=54):
+    lines, line = [], ''
+    for word in message.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = (line + ' ' + word) if line else word
+    return lines + ([line] if line else [])
+
+
+def render_health(gpus_status, overall, as_json=False):
+    """``dcgmi health -c`` in DCGM 4's tree (28/60) or ``-j``; ``gpus_status`` {id: {status, incidents}}."""
+    def label(incident):
+        return incident['system'] if incident['system'] == 'Driver' else '%s system' % incident['system']
+    if as_json:
         body = {'Overall Health': {'value': overall}}
-        for gpu_id, found in sorted(incidents.items()):
-            body['GPU ID: %d' % gpu_id] = dict([('Health', {'value': found[0]['health']})] + [
-                ('%s system' % i['system'], {'value': '%s - %s' % (i['health'], i['message'])}) for i in found])
-        return 0, styled({'body': body, 'header': ['Health Monitor Report']}) + '\n', ''
-    lines = ['Health Monitor Report', '+' + '-' * 76 + '+',
-             '| %-16s | %-55s |' % ('Group %s' % group, 'Overall Health: ' + overall),
-             '+' + '=' * 18 + '+' + '=' * 57 + '+']
-    for gpu_id, found in sorted(incidents.items()):
-        lines.append('| %-16s | %-55s |' % ('GPU ID: %d' % gpu_id, found[0]['health']))
-        for incident in found:
-            text = '%s system: %s - %s' % (incident['system'], incident['health'], incident['message'])
-            lines += ['| %-16s | %-55s |' % ('', part) for part in textwrap.wrap(text, 55)]
-        lines.append('+' + '-' * 18 + '+' + '-' * 57 + '+')
-    return 0, '\n'.join(lines) + '\n', ''
+        if gpus_status:
+            body['GPU'] = {'children': dict((str(gpu), {'value': st['status'], 'children': {'Errors': {'children': dict(
+                (label(i), {'value': i['health'], 'overflow': split_message(i['message'])})
+                for i in st['incidents'])}}}) for gpu, st in gpus_status.items())}
+        return styled({'header': ['Health Monitor Report'], 'body': body}) + '\n'
+    rows = [(0, 'Overall Health', overall, [])]
+    if gpus_status:
+        rows.append((0, 'GPU', '', []))
+        for gpu in sorted(gpus_status):
+            rows += [(1, str(gpu), gpus_status[gpu]['status'], []), (2, 'Errors', '', [])]
+            rows += [(3, label(i), i['health'], split_message(i['message'])) for i in gpus_status[gpu]['incidents']]
+    return render_tree(['Health Monitor Report'], rows, 28, 60)
 
 
 # ---------------------------------------------------------------------------
@@ -253,40 +288,36 @@ def policy(root, argv):
         raise S.DcgmError('policy needs --get, --set or --clear')
     with S.Locked(root) as state:
         current = state['groups'].get(group, {}).get('policy') or {'conditions': {}, 'action': 0, 'validation': 0}
-    return 0, render_policy(current, opts.get('json')), ''
+    return 0, render_policy(current, opts.get('json'), group), ''
 
 
-def policy_rows(current):
-    """[(label, value)] of `dcgmi policy --get` for a stored policy."""
+def policy_values(current):
+    """[(field, [values])] of `dcgmi policy --get` for a stored policy."""
     conditions = []
     for key, _flag, label in CONDITIONS:
         value = current['conditions'].get(key)
         if value is True:
             conditions.append(label)
         elif value is not None and value is not False:
-            conditions.append(label % value)
-    rows = [('Violation conditions', conditions[0] if conditions else 'None')]
-    rows += [('', text) for text in conditions[1:]]
-    rows += [('Isolation mode', 'Manual'), ('Action on violation', ACTIONS[current['action']]),
-             ('Validation after action', VALIDATIONS[current['validation']]), ('Validation failure action', 'None')]
-    return rows
+            conditions.append('%s - %d' % (label, value))
+    return [('Violation conditions', conditions or ['None']), ('Isolation mode', ['Manual']),
+            ('Action on violation', [ACTIONS[current['action']]]),
+            ('Validation after action', [VALIDATIONS[current['validation']]]),
+            ('Validation failure action', ['None'])]
 
 
-def render_policy(current, as_json=False):
-    rows = policy_rows(current)
-    if as_json:  # APPROXIMATION: no capture of policy --get -j
-        conditions = [value for label, value in rows if label in ('Violation conditions', '')]
-        body = {'Violation conditions': {'value': conditions}}
-        for label, value in rows:
-            if label not in ('Violation conditions', ''):
-                body[label] = {'value': value}
-        return styled({'body': body, 'header': ['Policy information']}) + '\n'
-    rule = '+---------------------------+------------------------------------------------+'
-    lines = ['Policy information', rule, '| GPU_Group                 | Policy Information                             |',
-             rule.replace('-', '=')]
-    lines += ['| %-25s | %-46s |' % (label, value) for label, value in rows]
-    lines.append(rule)
-    return '\n'.join(lines) + '\n'
+def render_policy(current, as_json=False, group='0'):
+    """DCGM 4's `dcgmi policy -g G --get`: the tree (30/50) with both headers, and the closing remark."""
+    title = GROUP_ALL if str(group) == '0' else 'group%s' % group
+    values = policy_values(current)
+    if as_json:
+        body = {}
+        for field, vals in values:
+            body[field] = dict([('value', vals[0])] + ([('overflow', vals[1:])] if vals[1:] else []))
+        return 'Policy information\n%s\n%s\n' % (styled({'header': ['Policy Information', title], 'body': body}),
+                                                  NOT_HOMOGENEOUS)
+    rows = [(0, field, vals[0], vals[1:]) for field, vals in values]
+    return 'Policy information\n' + render_tree(['Policy Information', title], rows, 30, 50) + NOT_HOMOGENEOUS + '\n'
 
 
 # ---------------------------------------------------------------------------

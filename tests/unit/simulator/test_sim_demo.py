@@ -72,7 +72,9 @@ def test_fault_spec():
 def test_fault_checks_cover_what_each_fault_breaks(name, tmp_path):
     """A fault's node fails only checks listed in FAULT_CHECKS (so the demo verdict is right for any fault)."""
     meta = B.load_yaml(open(os.path.join(profile_path(name), 'profile.yml')).read())
-    assert sorted(D.FAULT_CHECKS) == sorted(F.FAULTS)
+    # faults only the gates (dcgmi diag, nccl-tests) see: the node's hardware checks pass
+    gate_only = {'dcgm_diag_fail', 'nccl_slow'}
+    assert sorted(set(D.FAULT_CHECKS) | gate_only) == sorted(F.FAULTS)
     for fault in sorted(F.FAULTS):
         tree = B.read_profile(profile_path(name))
         try:
@@ -82,6 +84,9 @@ def test_fault_checks_cover_what_each_fault_breaks(name, tmp_path):
         bundle_dir = str(tmp_path / fault)
         B.write_tree(tree, bundle_dir)
         failures = check_profile(gather_bundle(bundle_dir), meta['expected_node_class'])
+        if fault in gate_only:
+            assert failures == [], (name, fault, failures)
+            continue
         assert failures, (name, fault)
         assert set(f['check'] for f in failures) <= set(D.FAULT_CHECKS[fault]), (name, fault, failures)
 

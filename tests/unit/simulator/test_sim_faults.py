@@ -51,8 +51,9 @@ def _strip_gpu(gpu):
 
 
 def test_registry():
-    assert sorted(F.FAULTS) == ['driver_not_loaded', 'ecc_uncorrectable', 'gpu_missing', 'ib_port_down',
-                                'mig_unexpected', 'nvlink_down', 'pcie_downtrained', 'roce_retrans_high']
+    assert sorted(F.FAULTS) == ['dcgm_diag_fail', 'driver_not_loaded', 'ecc_uncorrectable', 'gpu_missing',
+                                'ib_port_down', 'mig_unexpected', 'nccl_slow', 'nvlink_down', 'pcie_downtrained',
+                                'roce_retrans_high']
     for name, fault in F.FAULTS.items():
         assert fault.description and '\n' not in fault.description
         assert getattr(F, name) is fault and callable(fault)
