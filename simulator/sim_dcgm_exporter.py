@@ -295,9 +295,9 @@ def render_metrics(root, collectors, hostname=None):
                 pairs.append((label, value))
             value = FIELDS[name](gpu)
             shown = ('%d' % value) if value == int(value) else ('%f' % value)
-            lines.append('%s{%s} %s' % (name, ','.join('%s="%s"' % (k, (v or '').replace('\\', '\\\\')
-                                                                         .replace('"', '\\"')) for k, v in pairs),
-                                        shown))
+            text_labels = ','.join('%s="%s"' % (k, (v or '').replace('\\', '\\\\').replace('"', '\\"'))
+                                   for k, v in pairs)
+            lines.append('%s{%s} %s' % (name, text_labels, shown))
     return '\n'.join(lines) + '\n'
 
 

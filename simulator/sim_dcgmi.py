@@ -314,8 +314,8 @@ def render_policy(current, as_json=False, group='0'):
         body = {}
         for field, vals in values:
             body[field] = dict([('value', vals[0])] + ([('overflow', vals[1:])] if vals[1:] else []))
-        return 'Policy information\n%s\n%s\n' % (styled({'header': ['Policy Information', title], 'body': body}),
-                                                  NOT_HOMOGENEOUS)
+        document = styled({'header': ['Policy Information', title], 'body': body})
+        return 'Policy information\n%s\n%s\n' % (document, NOT_HOMOGENEOUS)
     rows = [(0, field, vals[0], vals[1:]) for field, vals in values]
     return 'Policy information\n' + render_tree(['Policy Information', title], rows, 30, 50) + NOT_HOMOGENEOUS + '\n'
 

@@ -259,6 +259,7 @@ def test_health(engine):
     for args in (('-c',), ('-c', '-j')):
         assert health.parse_health_check(dcgmi(port, 'health', *args)[1])['overall'] == 'Healthy'
 
+
 def test_styled_json_matches_the_capture():
     fragment = real_text('dcgmi/diag-r3-j-dcgm4-8gpu-diagnostic-test-object-FRAGMENT.json').rstrip().rstrip(',')
     value = json.loads(fragment)
