@@ -180,8 +180,8 @@ def _parse_json_doc(doc):
         raise DiagParseError('dcgmi diag: the JSON has neither "DCGM Diagnostic" (DCGM 4) nor "DCGM GPU Diagnostic" '
                              '(DCGM 3); top-level keys: %s' % ', '.join(sorted(doc)))
     if not isinstance(root, dict):
-        raise DiagParseError('dcgmi diag: "%s" is not an object' % ('DCGM Diagnostic' if fmt == 'json-dcgm4'
-                                                                     else 'DCGM GPU Diagnostic'))
+        key = 'DCGM Diagnostic' if fmt == 'json-dcgm4' else 'DCGM GPU Diagnostic'
+        raise DiagParseError('dcgmi diag: "%s" is not an object' % key)
     parsed = _new(fmt, str(version) if version else None)
     if root.get('runtime_error'):
         message = str(root['runtime_error']).strip()

@@ -168,8 +168,8 @@ def parse_health_check(text):
     except HealthParseError as exc:
         raise HealthParseError('dcgmi health -c: %s' % exc)
     if result['overall'] not in HEALTH_STATES:
-        raise HealthParseError('dcgmi health -c: overall health %r is none of %s' % (result['overall'],
-                                                                                    ', '.join(HEALTH_STATES)))
+        raise HealthParseError('dcgmi health -c: overall health %r is none of %s'
+                               % (result['overall'], ', '.join(HEALTH_STATES)))
     return result
 
 

@@ -124,8 +124,8 @@ def validate(policy, var='dcgm_policy'):
             continue
         number = int(str(value).strip())
         if not cond['min'] <= number <= cond['max']:
-            errors.append('%s: %d is outside %d..%d (%s)' % (where, number, cond['min'], cond['max'],
-                                                               cond['description']))
+            errors.append('%s: %d is outside %d..%d (%s)'
+                          % (where, number, cond['min'], cond['max'], cond['description']))
             continue
         normalized['conditions'][name] = number
     for key, words in (('action', ACTIONS), ('validation', VALIDATIONS)):
@@ -135,8 +135,8 @@ def validate(policy, var='dcgm_policy'):
         if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(words):
             value = words[value]
         if str(value).lower() not in words:
-            errors.append('%s.%s: must be one of %s (or 0..%d), not %r' % (var, key, ', '.join(words),
-                                                                          len(words) - 1, value))
+            errors.append('%s.%s: must be one of %s (or 0..%d), not %r'
+                          % (var, key, ', '.join(words), len(words) - 1, value))
             continue
         normalized[key] = str(value).lower()
     return normalize(normalized), errors

@@ -34,7 +34,8 @@ attributes:
 options:
   policy:
     description:
-      - The policy, C({conditions: {dbe: true, pcie: true, max_pages: 60, thermal: 90, power: 700, nvlink: true,
+      - >-
+        The policy, C({conditions: {dbe: true, pcie: true, max_pages: 60, thermal: 90, power: 700, nvlink: true,
         xid: true}, action: none, validation: none}).
       - C(action) is C(none) or C(reset) (0 or 1), C(validation) C(none), C(short), C(medium) or C(long) (0 to 3);
         DCGM 4.6 stores both but no longer acts on them.
