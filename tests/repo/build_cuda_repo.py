@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """Build a local, signed, flat apt repository of stand-ins for NVIDIA's DCGM, dcgm-exporter and NCCL packages.
 
-    python3 tests/repo/build_cuda_repo.py --out DIR [--force]
+    python3 tests/repo/build_cuda_repo.py --out DIR [--driver-versions 580.126.20-1,...] [--force]
 
 The packages carry the names, versions (epoch included), relations and file layout of the packages in NVIDIA's
 CUDA repository (https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/), which the tests cannot
@@ -20,6 +20,11 @@ Sources (tests/repo/README.md has the table of what is confirmed and what is not
 - github.com/NVIDIA/dcgm-exporter (DCGM-Exporter 4.2.3-4.1.3, 4.4.1-4.6.0): etc/default-counters.csv,
   packaging/config-files/systemd/nvidia-dcgm-exporter.service, Makefile (package-build layout).
 - github.com/NVIDIA/nccl (2.23.4-1, 2.26.2-1): pkg/debian/control.in, changelog.in, lib*.install.in.
+
+With ``--driver-versions`` the repository also holds the driver packages of those versions, as
+build_nvidia_repo.py builds them: one repository like NVIDIA's, where the driver, DCGM and NCCL come from the same
+source (``make demo`` gives it to the nvidia_driver role as the site mirror; dcgm and nccl use the apt source the
+driver role configured).
 
 DIR/repo/        the repository (deb822 ``URIs: file://.../repo/``, ``Suites: /``): *.deb, Packages, Packages.gz,
                  Release (Origin NVIDIA, Label NVIDIA CUDA), Release.gpg (armoured, detached), InRelease
@@ -381,24 +386,37 @@ def deb_name(spec):
     return '%s_%s_amd64.deb' % (spec['name'], spec['version'].split(':', 1)[-1])
 
 
-def inputs_hash():
+def inputs_hash(driver_versions=()):
     digest = hashlib.sha256()
     for script in (os.path.abspath(__file__), os.path.abspath(base.__file__)):
         with open(script, 'rb') as handle:
             digest.update(handle.read() + b'\0')
+    digest.update(','.join(driver_versions).encode('utf-8'))
     return digest.hexdigest()
 
 
-def build(out, force=False):
+def driver_packages(versions):
+    """The driver packages of build_nvidia_repo.py for ``versions``, each once."""
+    specs = {}
+    for version in versions:
+        for spec in base.packages(version):
+            specs.setdefault((spec['name'], spec['version']), spec)  # the fabric manager has no -N of its own
+    return list(specs.values())
+
+
+def build(out, force=False, driver_versions=()):
     """Build the repository in out; returns False when it is already built from the same inputs."""
     def fill(staging, workdir):
+        for spec in driver_packages(driver_versions):
+            base.build_deb(spec, workdir, staging)
         for spec in packages():
             built = base.build_deb(spec, workdir, staging)
             if built != deb_name(spec):  # dpkg-deb's name carries the epoch ("1:"); NVIDIA's files do not
                 os.rename(os.path.join(staging, built), os.path.join(staging, deb_name(spec)))
         base.write_indexes(staging)
 
-    return base.build_signed_repo(out, inputs_hash(), {'dcgm': [r['version'] for r in DCGM], 'nccl': NCCL}, fill,
+    record = {'dcgm': [r['version'] for r in DCGM], 'nccl': NCCL, 'driver': list(driver_versions)}
+    return base.build_signed_repo(out, inputs_hash(driver_versions), record, fill,
                                   KEY_UID, WRONG_KEY_UID, force=force, tmp_prefix='gpuops-cuda-repo.')
 
 
@@ -406,6 +424,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--out', required=True, help='directory to build the repository and keys in')
     parser.add_argument('--force', action='store_true', help='rebuild even when DIR/.inputs says it is current')
+    parser.add_argument('--driver-versions', type=base.parse_versions, default=[],
+                        help='also the driver packages of these versions (comma-separated), as build_nvidia_repo.py '
+                             'builds them')
     args = parser.parse_args(argv)
     for tool in ('dpkg-deb', 'apt-ftparchive', 'gpg', 'gpgconf'):
         if shutil.which(tool) is None:
@@ -413,9 +434,10 @@ def main(argv=None):
     os.umask(0o022)
     out = os.path.abspath(args.out)
     start = time.time()
-    if build(out, args.force):
-        print('built %s/repo (DCGM %s and %s, NCCL %s) in %.1fs' % (
-            out, ', '.join(r['version'] for r in DCGM), DCGM3['version'], ', '.join(NCCL), time.time() - start))
+    if build(out, args.force, args.driver_versions):
+        print('built %s/repo (DCGM %s and %s, NCCL %s%s) in %.1fs' % (
+            out, ', '.join(r['version'] for r in DCGM), DCGM3['version'], ', '.join(NCCL),
+            ', driver %s' % ', '.join(args.driver_versions) if args.driver_versions else '', time.time() - start))
     else:
         print('%s/repo is current (same scripts as in %s/.inputs)' % (out, out))
     return 0

@@ -280,3 +280,15 @@ def test_second_run_does_nothing(repo):
     forced = build(repo, '--force')
     assert forced.returncode == 0 and 'built' in forced.stdout
     assert debs == dict((name, sha256(os.path.join(str(repo), 'repo', name))) for name in debs)
+
+
+def test_driver_versions_make_one_repository_like_nvidias(tmp_path):
+    out = tmp_path / 'with-driver'
+    result = build(out, '--driver-versions', '580.126.20-1')
+    assert result.returncode == 0, result.stderr
+    with open(os.path.join(str(out), 'repo', 'Packages')) as handle:
+        names = set((s['Package'], s['Version']) for s in stanzas(handle.read()))
+    assert ('nvidia-smi', '580.126.20-1') in names and ('nvidia-kernel-open-dkms', '580.126.20-1') in names
+    assert ('datacenter-gpu-manager-4-core', '1:4.4.1-1') in names and ('libnccl2', '2.23.4-1+cuda12.6') in names
+    # another driver list is another repository
+    assert 'built' in build(out, '--driver-versions', '580.159.04-1').stdout
