@@ -102,13 +102,13 @@ ran:
   returned: always
   type: bool
 verdict:
-  description: C(Pass), C(Fail) or C(Warn); null when nothing ran.
-  returned: always
+  description: C(Pass), C(Fail) or C(Warn); null in check mode. Absent when the module failed without a verdict.
+  returned: when the output was read, and in check mode
   type: str
   sample: Fail
 passed:
-  description: Whether the verdict is not C(Fail); null when nothing ran.
-  returned: always
+  description: Whether the verdict is not C(Fail); null in check mode.
+  returned: when the output was read, and in check mode
   type: bool
 level:
   description: O(level).
@@ -149,8 +149,11 @@ errors:
   type: list
   elements: str
 failures:
-  description: The failures in the report's format (C(check), C(subject), C(expected), C(actual), C(message)).
-  returned: when ran
+  description:
+    - The failures in the report's format (C(check), C(subject), C(expected), C(actual), C(message)).
+    - When the module fails without a verdict (no host engine, an unreadable output, a timeout), one failure of
+      the C(node) with C(actual) C(error) and the reason.
+  returned: when ran, and when the module fails without a verdict
   type: list
   elements: dict
   sample: [{check: dcgm_diag, subject: GPU 3, expected: Pass, actual: Fail, message: "memory: GPU 3 memory errors"}]
@@ -164,6 +167,10 @@ rc:
   description: dcgmi's exit status, or null when it did not run.
   returned: always
   type: int
+output:
+  description: The last lines dcgmi printed, when they could not be read.
+  returned: when the output cannot be read
+  type: str
 msg:
   description: "One line, for example C(dcgmi diag -r 1: Fail: memory failed on GPU 3)."
   sample: "dcgmi diag -r 1: 9 tests Pass on 8 GPUs"
@@ -226,11 +233,19 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    result = dict(changed=False, ran=False, verdict=None, passed=None, level=p['level'], command=None, rc=None)
+    result = dict(changed=False, ran=False, level=p['level'], command=None, rc=None)
     if p['level'] is None and not p['output_file']:
         module.fail_json(msg='level (1..4) is required unless output_file is given', **result)
     if p['timeout'] < 1:
         module.fail_json(msg='timeout must be a positive number of seconds, got %d' % p['timeout'], **result)
+
+    def error(msg, **extra):
+        # no verdict: nothing is known about the GPUs; the failure says why, in the report's format
+        result['failures'] = [{'check': 'dcgm_diag', 'subject': 'node', 'expected': 'Pass', 'actual': 'error',
+                               'message': msg}]
+        result.update(extra)
+        module.fail_json(msg=msg, **result)
+
     where = 'dcgmi diag -r %s' % p['level'] if p['level'] else 'dcgmi diag'
     if p['output_file']:
         where = 'dcgmi diag output %s' % p['output_file']
@@ -238,13 +253,12 @@ def main():
             with open(p['output_file'], 'rb') as handle:
                 text = to_text(handle.read(), errors='surrogate_or_replace')
         except (IOError, OSError) as exc:
-            module.fail_json(msg='cannot read %s: %s' % (p['output_file'], exc), **result)
+            error('cannot read %s: %s' % (p['output_file'], exc))
     else:
         argv = diag_argv(p, p['json'])
         result['command'] = argv
         if module.check_mode:
-            result['msg'] = 'check mode: dcgmi diag not run'
-            module.exit_json(**result)
+            module.exit_json(verdict=None, passed=None, msg='check mode: dcgmi diag not run', **result)
         rc, out, err = run_dcgmi(module, argv)
         if p['json'] and rejected_json(rc, out, err):
             module.warn('%s does not accept -j; reading its text table instead' % p['dcgmi'])
@@ -253,8 +267,7 @@ def main():
             rc, out, err = run_dcgmi(module, argv)
         result['rc'] = rc
         if rc in (124, 137) and module.get_bin_path('timeout'):
-            module.fail_json(msg='%s did not finish within %d seconds' % (where, p['timeout']),
-                             stdout=out, stderr=err, **result)
+            error('%s did not finish within %d seconds' % (where, p['timeout']), output=_tail(out + '\n' + err))
         text = out if out.strip() else err
         if out.strip() and err.strip() and not out.lstrip().startswith('{'):
             text = out + '\n' + err
@@ -262,10 +275,10 @@ def main():
     try:
         parsed = parse_diag(text)
     except DiagConnectionError as exc:
-        module.fail_json(msg='%s: %s' % (where, exc), output=_tail(text), **result)
+        error('%s: %s' % (where, exc), output=_tail(text))
     except DiagParseError as exc:
-        module.fail_json(msg='%s: the output cannot be read, so nothing is known about the GPUs: %s' % (where, exc),
-                         output=_tail(text), **result)
+        error('%s: the output cannot be read, so nothing is known about the GPUs: %s' % (where, exc),
+              output=_tail(text))
     result.update(parsed)
     result['passed'] = parsed['verdict'] != 'Fail'
     result['failures'] = diag_failures(parsed)

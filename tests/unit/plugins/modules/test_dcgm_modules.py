@@ -147,7 +147,9 @@ def test_diag_without_host_engine_always_fails(tmp_path):
     dcgmi = fake_diag(tmp_path, CONNECTION, rc=1)
     result = run(dcgm_diag, {'level': 1, 'dcgmi': dcgmi, 'fail_on_failure': False}, expect_fail=True)
     assert 'Unable to connect to host engine' in result['msg']
-    assert result['passed'] is None
+    assert 'verdict' not in result and 'passed' not in result
+    assert result['failures'] == [{'check': 'dcgm_diag', 'subject': 'node', 'expected': 'Pass', 'actual': 'error',
+                                   'message': result['msg']}]
 
 
 @pytest.mark.parametrize('output', ['', 'Segmentation fault\n', real_text(PASS)[:600]])
@@ -155,7 +157,7 @@ def test_diag_unreadable_output_always_fails(tmp_path, output):
     dcgmi = fake_diag(tmp_path, output, rc=0)
     result = run(dcgm_diag, {'level': 1, 'dcgmi': dcgmi, 'fail_on_failure': False}, expect_fail=True)
     assert 'cannot be read' in result['msg']
-    assert result['passed'] is None
+    assert 'verdict' not in result and result['failures'][0]['actual'] == 'error'
 
 
 def test_diag_check_mode_runs_nothing(tmp_path):
