@@ -15,14 +15,17 @@
    when it is already running from the current image; containers of nodes no longer in the layout are removed;
 3. installs the simulator into every node as a bare node (install_node.py --bare: no NVIDIA user space, the
    driver emulated; the node's profile, the injected fault), and copies in the local signed repository of
-   NVIDIA's driver packages (tests/repo/build_nvidia_repo.py) that the nvidia_driver role installs from;
+   NVIDIA's driver, DCGM and NCCL packages (tests/repo/build_cuda_repo.py --driver-versions) that the roles
+   install from, with the nccl-tests source tree the nccl role builds;
 4. writes an inventory under .build/demo/inventory (demo_inventory.py: containers.podman.podman connection,
    rack_* groups, node-class groups with gpuops_node_class and gpuops_node_class_profile from the profile's
-   profile.yml, gpuops_roles with the nvidia_driver and rdma roles and reboots allowed);
+   profile.yml, gpuops_roles with the nvidia_driver, rdma, dcgm and nccl roles and reboots allowed);
 5. runs ``ansible-playbook site.yml -i .build/demo/inventory``;
-6. checks the rack report (.build/demo/reports/rack-report.json): every node provisioned or validated except
-   the faulty node, which must be held back by failures of the checks its fault breaks, and nothing else;
-   prints the Markdown report. Exit status 0 only when the report says exactly that.
+6. checks the rack report (.build/demo/reports/rack-report.json): every node provisioned or validated, its
+   acceptance gates (the DCGM diagnostic, the NCCL bus bandwidth) passed, except the faulty node, which must be
+   held back by failures of the checks its fault breaks, and nothing else (a fault only a gate sees,
+   dcgm_diag_fail or nccl_slow, must fail its node by that gate); prints the Markdown report. Exit status 0 only
+   when the report says exactly that.
 
 Stdlib only (PyYAML is used for the layout file when importable); Python 3.8+.
 """
@@ -48,11 +51,13 @@ try:
     from . import bundle as B
     from . import faults as F
     from .demo_inventory import NODE_REPO_DIR, build_repo, repo_tar, write_inventory
+    from .demo_report import FAULT_CHECKS, GATE_FAULTS, check_report  # noqa: F401 (FAULT_CHECKS: the demo's table)
 except ImportError:  # run as a script
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import bundle as B  # noqa: E402
     import faults as F  # noqa: E402
     from demo_inventory import NODE_REPO_DIR, build_repo, repo_tar, write_inventory  # noqa: E402
+    from demo_report import FAULT_CHECKS, GATE_FAULTS, check_report  # noqa: E402,F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -67,21 +72,6 @@ NODE_SIM_DIR = '/opt/gpuops-sim'
 PODMAN_RUN_OPTIONS = ['--privileged', '--systemd=always', '--restart=always', '--ulimit', 'nproc=1000:1000',
                       '--ulimit', 'nofile=1024:4096']
 BOOT_TIMEOUT = 120
-PASSING = ('provisioned', 'validated')
-
-# The checks of gpuops.node.gpu_topology_check that each simulator fault may fail (nothing else may fail on
-# the faulty node). A fault missing here is only required to hold its node back.
-FAULT_CHECKS = {
-    'driver_not_loaded': ('driver_loaded',),
-    'ecc_uncorrectable': ('ecc_uncorrected', 'remapped_rows_pending', 'retired_pages_pending'),
-    'gpu_missing': ('gpu_count', 'outputs_disagree', 'numa_balance', 'gpu_nic_relation', 'nvlink_relation'),
-    'ib_port_down': ('nic_port_state',),
-    'mig_unexpected': ('mig_mode',),
-    'nvlink_down': ('nvlink_active_links', 'nvlink_relation'),
-    'pcie_downtrained': ('pcie_gen', 'pcie_width'),
-    'roce_retrans_high': ('nic_retrans_ratio',),
-}
-
 
 class DemoError(Exception):
     """The demo cannot go on; the message says why."""
@@ -383,36 +373,6 @@ def ansible_env():
     return env
 
 
-def check_report(report, nodes, fault):
-    """Problems with the report: [] when every node passed except the faulty one, held back by its fault."""
-    hosts = dict((h['host'], h) for rack in report.get('racks', []) for h in rack.get('hosts', []))
-    problems = []
-    for node in nodes:
-        host = hosts.get(node['name'])
-        if host is None:
-            problems.append('%s is not in the report' % node['name'])
-            continue
-        failures = (host.get('pre_check') or {}).get('failures') or []
-        if fault and node['name'] == fault['node']:
-            if host['status'] != 'held_back':
-                problems.append('%s (fault %s) is %s, expected held_back' % (node['name'], fault['spec'], host['status']))
-            elif not failures:
-                problems.append('%s is held back without a failed check' % node['name'])
-            allowed = FAULT_CHECKS.get(fault['name'])
-            unexpected = [f for f in failures if allowed is not None and f.get('check') not in allowed]
-            for failure in unexpected:
-                problems.append('%s failed %s %s, which its fault %s does not explain: %s' % (
-                    node['name'], failure.get('check'), failure.get('subject'), fault['name'], failure.get('message')))
-        elif host['status'] not in PASSING:
-            detail = '; '.join(f.get('message') or '' for f in failures) or host.get('error') or ''
-            problems.append('%s is %s, expected provisioned%s' % (node['name'], host['status'],
-                                                                  (': ' + detail) if detail else ''))
-    extra = sorted(set(hosts) - set(n['name'] for n in nodes))
-    if extra:
-        problems.append('unexpected hosts in the report: %s' % ', '.join(extra))
-    return problems
-
-
 def cmd_up(args):
     start = time.time()
     layout_path = os.path.abspath(args.layout)
@@ -482,7 +442,14 @@ def cmd_up(args):
             log('UNEXPECTED: %s' % problem)
         log('FAILED: the rollout did not end as the layout predicts (%s) after %ds' % (counts, elapsed))
         return 1
-    if fault:
+    gates = ['%s %s' % (g['name'], g['summary']) for r in report['racks'] for h in r['hosts']
+             for g in h.get('gates') or [] if g.get('passed')]
+    if gates:
+        log('gates passed: %d (%s)' % (len(gates), '; '.join(sorted(set(gates))[:4])))
+    if fault and fault['name'] in GATE_FAULTS:
+        log('OK: %s; %s failed by its %s gate after its changes (fault %s); done in %ds'
+            % (counts, fault['node'], GATE_FAULTS[fault['name']], fault['spec'], elapsed))
+    elif fault:
         held = [h for r in report['racks'] for h in r['hosts'] if h['host'] == fault['node']][0]
         failures = ['%s %s' % (f['check'], f['subject']) for f in held['pre_check']['failures']]
         named = ', '.join(failures[:3]) + (', and %d more' % (len(failures) - 3) if len(failures) > 3 else '')

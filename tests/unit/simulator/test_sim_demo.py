@@ -15,6 +15,7 @@ import yaml
 from simhelpers import B, PROFILE_NAMES, profile_path
 
 from simulator import demo as D
+from simulator import demo_inventory as DI
 from simulator import faults as F
 
 from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
@@ -122,6 +123,31 @@ def test_check_report():
         'rack_b-pcie-1 is not in the report', 'unexpected hosts in the report: extra']
 
 
+def test_check_report_gate_faults():
+    dummy, nodes = default_setup()
+    fault = {'node': 'rack_a-h100-2', 'spec': 'dcgm_diag_fail', 'name': 'dcgm_diag_fail', 'params': {}}
+    passed = [{'name': 'dcgm_diag', 'ran': True, 'passed': True}, {'name': 'nccl_busbw', 'ran': True, 'passed': True}]
+    failed = [dict(passed[0], passed=False), passed[1]]
+    statuses = {'rack_a-h100-1': 'provisioned', 'rack_a-h100-2': 'failed', 'rack_b-a100-1': 'provisioned',
+                'rack_b-pcie-1': 'provisioned'}
+
+    def with_gates(statuses, faulty_gates):
+        doc = report(statuses)
+        for host in doc['racks'][0]['hosts']:
+            host['gates'] = faulty_gates if host['host'] == fault['node'] else passed
+        return doc
+    assert D.check_report(with_gates(statuses, failed), nodes, fault) == []
+    # the node must fail by that gate, and that gate alone
+    assert 'expected failed by the dcgm_diag gate alone' in D.check_report(
+        with_gates(statuses, [failed[0], dict(passed[1], passed=False)]), nodes, fault)[0]
+    assert 'expected failed by the dcgm_diag gate alone' in D.check_report(
+        with_gates(dict(statuses, **{'rack_a-h100-2': 'provisioned'}), passed), nodes, fault)[0]
+    # a healthy node whose gates did not run is not a demo that passed
+    doc = with_gates(statuses, failed)
+    doc['racks'][0]['hosts'][0]['gates'] = [dict(passed[0], ran=False)]
+    assert D.check_report(doc, nodes, fault) == ['rack_a-h100-1: the gates dcgm_diag did not run']
+
+
 def test_inventory(tmp_path):
     layout, nodes = default_setup()
     D.place_fault(nodes, D.fault_from_layout(layout))
@@ -141,7 +167,10 @@ def test_inventory(tmp_path):
     assert all_vars['gpuops_reboot_boot_time_command'] == 'cut -d" " -f22 /proc/1/stat'
     assert '--restart=always' in D.PODMAN_RUN_OPTIONS
     # the rollout installs the driver on the bare nodes, from the repository copied into them, and reboots them
-    assert all_vars['gpuops_roles'] == [{'name': 'nvidia_driver'}, {'name': 'rdma'}]
+    assert all_vars['gpuops_roles'] == [{'name': 'nvidia_driver'}, {'name': 'rdma'}, {'name': 'dcgm'}, {'name': 'nccl'}]
+    # the driver is loaded only after the rollout's reboot: the CUDA major versions are given
+    assert (all_vars['dcgm_cuda_major'], all_vars['nccl_cuda_major']) == (13, 12)
+    assert all_vars['nccl_tests_source'] == '/srv/gpuops-nvidia-repo/nccl-tests-src'
     assert all_vars['rdma_sysfs_root'] == '/usr/share/gpuops-sim/sys'
     assert all_vars['gpuops_reboot_ok'] is True
     assert all_vars['nvidia_driver_source'] == 'mirror'
@@ -155,7 +184,8 @@ def test_inventory(tmp_path):
                 'Ethernet': {'nic_roce_dcqcn': 3, 'nic_pfc_priority': 3}}[meta['expected_node_class']['nic_link_layer']]
         assert group == {'gpuops_node_class': meta['node_class'],
                          'gpuops_node_class_profile': dict(meta['expected_node_class'], driver_version='580.*',
-                                                           persistence_mode='Enabled', **rdma)}
+                                                           persistence_mode='Enabled', dcgm_health=True, **rdma),
+                         'nccl_test_min_busbw_gbps': DI.NCCL_BUSBW[meta['node_class']]}
     without = D.write_inventory(nodes, str(tmp_path / 'plain'), '/reports', driver=False)
     assert 'gpuops_roles' not in yaml.safe_load(open(os.path.join(without, 'group_vars', 'all.yml')))
 
