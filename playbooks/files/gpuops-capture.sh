@@ -33,6 +33,8 @@
 #   dcb-pfc-<netdev>.txt, dcb-app-dscp-prio-<netdev>.txt   `dcb pfc show dev <netdev>` and
 #       `dcb -N app show dev <netdev> dscp-prio` of each Ethernet netdev of an HCA with an Ethernet port,
 #       when dcb (iproute2) is on the node, under the same time limit; <file>.rc as for nvidia-smi
+#   dcgmi-health-c.json   `dcgmi health -c -j` (the DCGM host engine's health watches), when dcgmi is on the
+#       node, under the same time limit; <file>.rc as for nvidia-smi
 #   proc/driver/nvidia/version   the loaded kernel module's version line, when a module is loaded
 #   capture.source    host, date, kernel, driver, command lines
 set -u
@@ -287,6 +289,12 @@ for hca in $roce_hcas; do
         fi
     done
 done
+
+# DCGM's health report, when DCGM is installed
+dcgmi=$(command -v dcgmi 2>/dev/null || true)
+if [ -n "$dcgmi" ]; then
+    run_tool dcgmi-health-c.json "$dcgmi" health -c -j
+fi
 
 # CPUs of each NUMA node
 for node_path in "$sysfs"/devices/system/node/node*; do

@@ -342,3 +342,28 @@ def test_a_roce_node_is_captured_and_replays_the_same_rdma_facts(tmp_path):
     assert captured['nics'] == original['nics']
     assert captured['nics'][0]['roce']['pfc'] == [3]
     assert 'dcb pfc show dev ens6 > dcb-pfc-ens6.txt   (exit status 0' in _read(os.path.join(bundle, 'capture.source'))
+
+
+def test_dcgm_health_is_captured_and_read_back(tmp_path):
+    """With dcgmi on the node, the bundle holds `dcgmi health -c -j` and the facts read it as the node's."""
+    from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
+    tmp = str(tmp_path)
+    sysfs = make_sysfs(tmp)
+    bindir = os.path.join(tmp, 'bin')
+    os.makedirs(bindir)
+    health = real_path('dcgmi/health-c-j-healthy-despite-gpu1-recovery-reset.json')
+    with open(os.path.join(bindir, 'dcgmi'), 'w') as handle:
+        handle.write('#!/bin/sh\n[ "$*" = "health -c -j" ] && exec cat %s\nexit 1\n' % health)
+    os.chmod(os.path.join(bindir, 'dcgmi'), 0o755)
+    work = os.path.join(tmp, 'work')
+    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get('PATH', ''))
+    run = run_script(work, write_fake(tmp), sysfs, env=env)
+    assert run.returncode == 0, run.stderr
+    bundle = os.path.join(work, 'bundle')
+    with open(health, 'rb') as handle:
+        assert open(os.path.join(bundle, 'dcgmi-health-c.json'), 'rb').read() == handle.read()
+    assert gather_bundle(bundle)['dcgm'] == {'health': {'overall': 'Healthy', 'gpus': {}}, 'unreadable': None}
+    # without dcgmi, no file: the facts say why
+    work2 = os.path.join(tmp, 'work2')
+    assert run_script(work2, write_fake(tmp), sysfs).returncode == 0
+    assert 'dcgmi was not on the node' in gather_bundle(os.path.join(work2, 'bundle'))['dcgm']['unreadable']
