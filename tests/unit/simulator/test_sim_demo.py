@@ -16,6 +16,7 @@ from simhelpers import B, PROFILE_NAMES, profile_path
 
 from simulator import demo as D
 from simulator import demo_inventory as DI
+from simulator import demo_report as DR
 from simulator import faults as F
 
 from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
@@ -75,7 +76,7 @@ def test_fault_checks_cover_what_each_fault_breaks(name, tmp_path):
     meta = B.load_yaml(open(os.path.join(profile_path(name), 'profile.yml')).read())
     # faults only the gates (dcgmi diag, nccl-tests) see: the node's hardware checks pass
     gate_only = {'dcgm_diag_fail', 'nccl_slow'}
-    assert sorted(set(D.FAULT_CHECKS) | gate_only) == sorted(F.FAULTS)
+    assert sorted(set(DR.FAULT_CHECKS) | gate_only) == sorted(F.FAULTS)
     for fault in sorted(F.FAULTS):
         tree = B.read_profile(profile_path(name))
         try:
@@ -89,7 +90,7 @@ def test_fault_checks_cover_what_each_fault_breaks(name, tmp_path):
             assert failures == [], (name, fault, failures)
             continue
         assert failures, (name, fault)
-        assert set(f['check'] for f in failures) <= set(D.FAULT_CHECKS[fault]), (name, fault, failures)
+        assert set(f['check'] for f in failures) <= set(DR.FAULT_CHECKS[fault]), (name, fault, failures)
 
 
 def report(statuses, failures=None):
