@@ -10,6 +10,7 @@ import os
 import re
 import sys
 
+import pytest
 import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -114,3 +115,49 @@ def test_the_watch_rows_regex_reads_dcgmis_table():
     found = [re.match(pattern, row).groups() for row in rows]
     assert found == [('PCIe', 'On'), ('NVLINK', 'On'), ('Memory', 'On'), ('SM', 'Off'), ('NvSwitch NF', 'On')]
     assert re.match(pattern, 'Health monitor systems report') is None
+
+
+def _templar(**extra):
+    """An Ansible templar over the role's defaults and vars/main.yml (what the role's expressions see)."""
+    template = pytest.importorskip('ansible.template')
+    if not hasattr(template, 'trust_as_template'):
+        pytest.skip('ansible-core without trust_as_template')
+    from ansible.parsing.dataloader import DataLoader
+
+    def trusted(value):
+        return template.trust_as_template(value) if isinstance(value, str) else value
+
+    variables = dict(_load('defaults', 'main.yml'))
+    variables.update(_load('vars', 'main.yml'))
+    variables.update(extra)
+    variables = dict((name, trusted(value)) for name, value in variables.items())
+    templar = template.Templar(loader=DataLoader(), variables=variables)
+    return lambda expression: templar.template(template.trust_as_template(expression))
+
+
+def test_the_watches_read_from_dcgmis_table_and_wanted_from_the_flags():
+    rows = ['Health monitor systems report', '+' + '-' * 17 + '+' + '-' * 68 + '+']
+    states = (('PCIe', 'On'), ('NVLINK', 'Off'), ('SM', 'Off'), ('NvSwitch NF', 'On'))
+    rows += ['| %-15s | %-66s |' % state for state in states]
+    render = _templar(__dcgm_watches_read={'stdout_lines': rows + [rows[1]]}, dcgm_health_watches='pt')
+    assert render('{{ __dcgm_watch_rows }}') == [['PCIe', 'On'], ['NVLINK', 'Off'], ['SM', 'Off'],
+                                                 ['NvSwitch NF', 'On']]
+    assert render('{{ __dcgm_watches_on }}') == ['NvSwitch NF', 'PCIe']
+    assert render('{{ __dcgm_watches_wanted }}') == ['PCIe', 'Power', 'Thermal']
+    assert _templar(__dcgm_watches_read={'stdout_lines': ['Health monitor systems for group 0: a']})(
+        '{{ __dcgm_watch_rows }}') == []
+
+
+def test_the_pins_follow_the_package_version_apt_offers():
+    probe = {'results': [{'item': '1:4.2.3-1', 'rc': 100}, {'item': '1:4.2.3', 'rc': 0}]}
+    render = _templar(dcgm_version='4.2.3', dcgm_exporter_version='4.2.3-4.1.3', dcgm_cuda_major=12,
+                      __dcgm_version_probe=probe)
+    assert render('{{ __dcgm_pins }}') == {'datacenter-gpu-manager-4-core': '1:4.2.3',
+                                           'datacenter-gpu-manager-4-cuda12': '1:4.2.3',
+                                           'datacenter-gpu-manager-exporter': '4.1.3-1'}
+    render = _templar(dcgm_cuda_major=13, dcgm_profiling=True, dcgm_exporter=False)
+    assert render('{{ __dcgm_pins }}') == dict((name, '1:4.4.1-1') for name in (
+        'datacenter-gpu-manager-4-core', 'datacenter-gpu-manager-4-cuda13', 'datacenter-gpu-manager-4-proprietary',
+        'datacenter-gpu-manager-4-proprietary-cuda13'))
+    assert render('{{ __dcgm_upstream_version }}') == '4.4.1'
+    assert _templar(dcgm_version='1:4.4.1-1')('{{ __dcgm_upstream_version }}') == '4.4.1'
