@@ -123,6 +123,11 @@ def _finish(parsed):
         parsed['gpus'] = sorted(set(r['gpu'] for t in parsed['tests'] for r in t['results'] if r['gpu'] is not None))
     if not parsed['tests'] and not parsed['errors']:
         raise DiagParseError('dcgmi diag: the output holds no test result')
+    if not parsed['errors'] and not any(t['result'] != 'Skip' for t in parsed['tests']) \
+            and not any(r['result'] != 'Skip' for t in parsed['tests'] for r in t['results']):
+        # a diagnostic that skipped every test proved nothing about the GPUs: never a pass
+        raise DiagParseError('dcgmi diag: every test was skipped, nothing was tested (%s)'
+                             % ', '.join(t['name'] for t in parsed['tests']))
     every = [t['result'] for t in parsed['tests']] + [r['result'] for t in parsed['tests'] for r in t['results']]
     if parsed['errors'] or 'Fail' in every:
         parsed['verdict'] = 'Fail'

@@ -68,6 +68,12 @@ options:
     description: Fail the task when the verdict is C(Fail). An unreadable output always fails it.
     type: bool
     default: true
+  gpu_count:
+    description:
+      - The number of GPUs the diagnostic must have tested (the node class's C(gpu_count)); fewer or more GPUs in the
+        results make the verdict C(Fail) with an error naming both counts. Unset, any number is accepted.
+      - Ignored when O(gpus) selects GPUs.
+    type: int
 notes:
   - The failures are in the format of M(gpuops.node.rack_report) (C(check) C(dcgm_diag), C(subject) C(GPU 3) or
     C(node)).
@@ -229,6 +235,7 @@ def main():
             json=dict(type='bool', default=True),
             timeout=dict(type='int', default=3600),
             fail_on_failure=dict(type='bool', default=True),
+            gpu_count=dict(type='int'),
         ),
         supports_check_mode=True,
     )
@@ -279,6 +286,15 @@ def main():
     except DiagParseError as exc:
         error('%s: the output cannot be read, so nothing is known about the GPUs: %s' % (where, exc),
               output=_tail(text))
+    if result.get('rc') and parsed['verdict'] != 'Fail':
+        # dcgmi said the diagnostic failed, and what it printed does not say why: never a pass
+        parsed['errors'].append('dcgmi exited %s after a %s result' % (result['rc'], parsed['verdict']))
+        parsed['verdict'] = 'Fail'
+    if p['gpu_count'] is not None and not p['gpus'] and len(parsed['gpus']) != p['gpu_count']:
+        parsed['errors'].append('the diagnostic tested %d GPU(s) (%s), the node has %d'
+                                % (len(parsed['gpus']), ', '.join(str(g) for g in parsed['gpus']) or 'none',
+                                   p['gpu_count']))
+        parsed['verdict'] = 'Fail'
     result.update(parsed)
     result['passed'] = parsed['verdict'] != 'Fail'
     result['failures'] = diag_failures(parsed)

@@ -269,3 +269,19 @@ def test_dcgm3_per_gpu_result_rows():
     parsed = D.parse_diag(text)
     assert [f['subject'] for f in D.diag_failures(parsed)] == ['GPU 0']
     assert re.match(r'^Targeted Power: GPU 0 GPU 0 max power', D.diag_failures(parsed)[0]['message'])
+
+
+def every_result_skipped(text):
+    """Transform: the JSON DCGM 4 prints for a real run (render_diag_json of its parse) with every test and every
+    GPU's result set to Skip: a run that tested nothing."""
+    parsed = D.parse_diag(text)
+    for test in parsed['tests']:
+        test['result'] = 'Skip'
+        for result in test['results']:
+            result['result'] = 'Skip'
+    return D.render_diag_json(parsed, 'dcgm4')
+
+
+def test_a_run_that_skipped_every_test_is_never_a_pass():
+    with pytest.raises(D.DiagParseError, match='every test was skipped'):
+        D.parse_diag(every_result_skipped(real_text('dcgmi/diag-r1-v100-pcie-pass-dcgm339.txt')))

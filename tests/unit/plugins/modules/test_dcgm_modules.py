@@ -120,6 +120,21 @@ def test_diag_pass(tmp_path):
     assert calls(tmp_path) == ['diag -r 1 -i 0 --host 127.0.0.1 -j']
 
 
+def test_diag_pass_with_a_failing_exit_status_is_a_failure(tmp_path):
+    dcgmi = fake_diag(tmp_path, real_text(PASS), rc=226)
+    result = run(dcgm_diag, {'level': 1, 'dcgmi': dcgmi, 'fail_on_failure': False})
+    assert (result['verdict'], result['passed']) == ('Fail', False)
+    assert any('dcgmi exited 226 after a Pass result' in f['message'] for f in result['failures'])
+
+
+def test_diag_of_fewer_gpus_than_the_node_has_is_a_failure(tmp_path):
+    dcgmi = fake_diag(tmp_path, real_text(PASS))
+    result = run(dcgm_diag, {'level': 1, 'dcgmi': dcgmi, 'gpu_count': 8, 'fail_on_failure': False})
+    assert (result['verdict'], result['passed']) == ('Fail', False)
+    assert any('the diagnostic tested 1 GPU(s) (0), the node has 8' in f['message'] for f in result['failures'])
+    assert run(dcgm_diag, {'level': 1, 'dcgmi': dcgmi, 'gpu_count': 1})['passed'] is True
+
+
 def test_diag_fail_fails_the_task(tmp_path):
     dcgmi = fake_diag(tmp_path, real_text(FAIL), rc=226)
     result = run(dcgm_diag, {'level': 3, 'dcgmi': dcgmi}, expect_fail=True)
