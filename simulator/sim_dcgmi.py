@@ -67,6 +67,29 @@ HEALTH_SYSTEMS = {'a': 'all', 'p': 'PCIe', 'm': 'Memory', 'i': 'InfoROM', 't': '
                   'c': 'CPU', 'C': 'CPU core', 's': 'NVSwitch', 'd': 'Driver'}
 
 
+# `dcgmi health -f` (DCGM 4 dcgmi/Health.cpp GetWatches): a tree of every system, On or Off, and the systems each
+# `-s` letter turns on (dcgmi/CommandLineParser.cpp: `a` is every system but SM and Driver)
+WATCH_SYSTEMS = ('PCIe', 'NVLINK', 'Memory', 'SM', 'InfoROM', 'Thermal', 'Power', 'Driver', 'NvSwitch NF',
+                 'NvSwitch F')
+WATCH_FLAGS = {'p': ('PCIe',), 'm': ('Memory',), 'i': ('InfoROM',), 't': ('Thermal', 'Power'), 'n': ('NVLINK',),
+               's': ('NvSwitch NF', 'NvSwitch F'), 'd': ('Driver',),
+               'a': tuple(w for w in WATCH_SYSTEMS if w not in ('SM', 'Driver'))}
+
+
+def render_watches(letters, left=18, right=70):
+    """What `dcgmi health -f` prints for the watches ``letters`` set: header, then one row per system."""
+    on = set()
+    for letter in letters or '':
+        on.update(WATCH_FLAGS.get(letter, ()))
+    hline = '+%s+%s+\n' % ('-' * (left - 1), '-' * (right - 2))
+    out = [hline, '| %s|\n' % 'Health monitor systems report'.ljust(left + right - 3),
+           '+%s+%s+\n' % ('=' * (left - 1), '=' * (right - 2))]
+    out.extend('| %s | %s |\n' % (name.ljust(left - 3), ('On' if name in on else 'Off').ljust(right - 4))
+               for name in WATCH_SYSTEMS)
+    out.append(hline)
+    return ''.join(out)
+
+
 def handle(root, argv):
     """(rc, out, err) of one dcgmi command line (without --host)."""
     if not argv:
@@ -192,7 +215,7 @@ def health(root, argv):
     if opts.get('fetch'):
         with S.Locked(root) as state:
             letters = state['groups'].get(group, {}).get('health', '')
-        return 0, 'Health monitor systems for group %s: %s\n' % (group, letters or 'none'), ''
+        return 0, render_watches(letters), ''
     if not opts.get('check'):
         raise S.DcgmError('health needs -s, -c, -f or --clear')
     with S.Locked(root) as state:

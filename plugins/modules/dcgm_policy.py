@@ -126,7 +126,8 @@ def describe(policy):
 def run(module, argv, what):
     rc, out, err = module.run_command(argv, environ_update={'LC_ALL': 'C'})
     out, err = to_text(out), to_text(err)
-    if rc != 0 or 'Error' in out:
+    # dcgmi reports some failures on stdout with exit 0 ("Error: ..."); "NVLink Errors" in a policy is no error
+    if rc != 0 or any(line.strip().startswith('Error') for line in out.splitlines()):
         module.fail_json(msg='%s failed (exit %d): %s' % (' '.join(argv), rc, (out + ' ' + err).strip()[:800]),
                          what=what)
     return out

@@ -148,6 +148,17 @@ def test_the_watches_read_from_dcgmis_table_and_wanted_from_the_flags():
         '{{ __dcgm_watch_rows }}') == []
 
 
+def test_the_simulated_watches_read_as_the_role_wants_them():
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, 'simulator'))
+    import sim_dcgmi
+    for letters in ('a', 'pt', 'mi'):
+        lines = sim_dcgmi.render_watches(letters).splitlines()
+        render = _templar(__dcgm_watches_read={'stdout_lines': lines}, dcgm_health_watches=letters)
+        assert render('{{ __dcgm_watches_on }}') == render('{{ __dcgm_watches_wanted }}'), letters
+        assert len(render('{{ __dcgm_watch_rows }}')) == 10
+
+
 def test_the_pins_follow_the_package_version_apt_offers():
     probe = {'results': [{'item': '1:4.2.3-1', 'rc': 100}, {'item': '1:4.2.3', 'rc': 0}]}
     render = _templar(dcgm_version='4.2.3', dcgm_exporter_version='4.2.3-4.1.3', dcgm_cuda_major=12,
