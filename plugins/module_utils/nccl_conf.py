@@ -187,6 +187,11 @@ def _gate_errors(values, errors):
     command = values.get('nccl_test_command')
     if not (isinstance(command, str) or (isinstance(command, list) and all(isinstance(c, str) for c in command))):
         errors.append('nccl_test_command must be a command line or a list of arguments, got %r' % (command,))
+    elif (command or values.get('nccl_tests_build')) and (busbw is None or busbw == ''):
+        # a gate without a threshold would pass any bandwidth: it is not a gate
+        errors.append('nccl_test_min_busbw_gbps: the gate runs nccl-tests (%s) and needs the bus bandwidth the node '
+                      'class must reach at the largest size, in GB/s (about 400 for 8x H100 on NVSwitch); set it '
+                      'in the node class\'s group_vars' % ('nccl_test_command' if command else 'nccl_tests_build'))
     env = values.get('nccl_test_environment')
     if not isinstance(env, dict) or any(_text(v) is None for v in env.values()):
         errors.append('nccl_test_environment must map variable names to strings or integers, got %r' % (env,))

@@ -5,6 +5,7 @@ __metaclass__ = type
 
 import os
 
+import pytest
 import yaml
 
 from ansible_collections.gpuops.node.plugins.modules import nccl_plan as M
@@ -56,7 +57,7 @@ class FakeModule(object):
 
 def test_plan_of_a_node():
     module = FakeModule()
-    result = M.plan(_params(nccl_version='2.23.4', nccl_tests_build=True),
+    result = M.plan(_params(nccl_version='2.23.4', nccl_tests_build=True, nccl_test_min_busbw_gbps=40),
                     lambda packages, url: M.read_packages(module, packages, url))
     assert result['errors'] == []
     assert result['ib_hca'] == ['mlx5_0:1', 'mlx5_1:1']
@@ -92,3 +93,10 @@ def test_without_packages_nothing_is_read():
     params['packages'] = []
     result = M.plan(params, lambda packages, url: 1 / 0)
     assert result['errors'] == [] and result['package_version'] is None
+
+
+@pytest.mark.parametrize('gate', [{'nccl_tests_build': True}, {'nccl_test_command': 'all_reduce_perf -g 2'}])
+def test_a_gate_without_a_threshold_is_refused(gate):
+    module = FakeModule()
+    result = M.plan(_params(nccl_version='2.23.4', **gate), lambda packages, url: M.read_packages(module, packages, url))
+    assert [e for e in result['errors'] if e.startswith('nccl_test_min_busbw_gbps: the gate runs nccl-tests')]
