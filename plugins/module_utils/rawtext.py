@@ -53,3 +53,12 @@ def bounded(warnings, label, limit=MAX_WARNINGS):
     if len(warnings) <= limit:
         return list(warnings)
     return list(warnings[:limit]) + ['%s: ... %d more warning(s) like these' % (label, len(warnings) - limit)]
+
+
+def as_text(value):
+    """A value of a record as text: None stays None, bytes are decoded (invalid UTF-8 replaced), the rest str()."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        value = value.decode('utf-8', 'replace')
+    return value if isinstance(value, str) else str(value)

@@ -46,6 +46,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from ansible_collections.gpuops.node.plugins.module_utils import report_gates as gates_
+from ansible_collections.gpuops.node.plugins.module_utils.rawtext import as_text
 
 STATUSES = ('provisioned', 'validated', 'held_back', 'reboot_required', 'regressed', 'unreachable', 'failed',
             'not_started')
@@ -81,12 +82,7 @@ class ReportError(ValueError):
     """A record cannot be understood."""
 
 
-def _text(value):
-    if value is None:
-        return None
-    if isinstance(value, bytes):
-        value = value.decode('utf-8', 'replace')
-    return value if isinstance(value, str) else str(value)
+_text = as_text
 
 
 def _bool(value, name, host):

@@ -20,6 +20,8 @@ Standard library only (Python 3.8+).
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible_collections.gpuops.node.plugins.module_utils.rawtext import as_text
+
 GATE_FAILURE_KEYS = ('check', 'subject', 'expected', 'actual', 'message')
 
 
@@ -27,12 +29,7 @@ class GateError(ValueError):
     """A gate record cannot be understood."""
 
 
-def _text(value):
-    if value is None:
-        return None
-    if isinstance(value, bytes):
-        value = value.decode('utf-8', 'replace')
-    return value if isinstance(value, str) else str(value)
+_text = as_text
 
 
 def _flag(value, name, host):

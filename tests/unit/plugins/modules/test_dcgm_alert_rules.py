@@ -8,7 +8,6 @@ named, and a promtool that rejects the rules leaves the file untouched."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import json
 import os
 import shutil
 import stat
@@ -16,8 +15,8 @@ import subprocess
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
+import module_harness as harness
+from module_harness import patch_module  # noqa: F401 pylint: disable=unused-import (an autouse fixture)
 
 from ansible_collections.gpuops.node.plugins.module_utils import dcgm_alerts as A
 from ansible_collections.gpuops.node.plugins.modules import dcgm_alert_rules
@@ -25,58 +24,8 @@ from ansible_collections.gpuops.node.plugins.modules import dcgm_alert_rules
 PROMTOOL = shutil.which('promtool')
 
 
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
-
-
-def _exit_json(*args, **kwargs):
-    kwargs.setdefault('changed', False)
-    raise AnsibleExitJson(kwargs)
-
-
-def _fail_json(*args, **kwargs):
-    kwargs['failed'] = True
-    raise AnsibleFailJson(kwargs)
-
-
-@pytest.fixture(autouse=True)
-def patch_module(monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', _exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', _fail_json)
-
-
-class _NullContext(object):
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-def set_module_args(args, check_mode=False, diff=False):
-    args = dict(args)
-    args['_ansible_check_mode'] = check_mode
-    args['_ansible_diff'] = diff
-    args.setdefault('_ansible_remote_tmp', '/tmp')
-    args.setdefault('_ansible_keep_remote_files', False)
-    try:
-        from ansible.module_utils.testing import patch_module_args  # ansible-core >= 2.19
-    except ImportError:
-        basic._ANSIBLE_ARGS = to_bytes(json.dumps({'ANSIBLE_MODULE_ARGS': args}))
-        return _NullContext()
-    return patch_module_args(args)
-
-
 def run(args, check_mode=False, diff=False, expect_fail=False):
-    with set_module_args(args, check_mode=check_mode, diff=diff):
-        with pytest.raises(AnsibleFailJson if expect_fail else AnsibleExitJson) as exc:
-            dcgm_alert_rules.main()
-    return exc.value.args[0]
-
+    return harness.run(dcgm_alert_rules, args, check_mode=check_mode, diff=diff, expect_fail=expect_fail)
 
 def _fake_promtool(tmp_path, rc):
     path = tmp_path / 'bin' / 'promtool'

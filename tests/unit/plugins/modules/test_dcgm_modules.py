@@ -15,10 +15,10 @@ import sys
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
-
 from real_captures import real_path, real_text
+
+import module_harness as harness
+from module_harness import patch_module  # noqa: F401 pylint: disable=unused-import (an autouse fixture)
 
 from ansible_collections.gpuops.node.plugins.module_utils import dcgm_policy as P
 from ansible_collections.gpuops.node.plugins.modules import dcgm_diag, dcgm_policy
@@ -30,64 +30,8 @@ CONNECTION = ('Error: unable to establish a connection to the specified host: lo
               'Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n')
 
 
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
-
-
-def _exit_json(*args, **kwargs):
-    kwargs.setdefault('changed', False)
-    raise AnsibleExitJson(kwargs)
-
-
-def _fail_json(*args, **kwargs):
-    kwargs['failed'] = True
-    raise AnsibleFailJson(kwargs)
-
-
-@pytest.fixture(autouse=True)
-def patch_module(monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', _exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', _fail_json)
-    yield
-    # the real exit_json hands the module's warnings over and forgets them; the patched one does not
-    from ansible.module_utils.common import warnings
-    for name in ('_global_warnings', '_global_deprecations'):
-        if isinstance(getattr(warnings, name, None), (dict, list)):
-            getattr(warnings, name).clear()
-
-
-class _NullContext(object):
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-def set_module_args(args, check_mode=False, diff=False):
-    args = dict(args)
-    args['_ansible_check_mode'] = check_mode
-    args['_ansible_diff'] = diff
-    args.setdefault('_ansible_remote_tmp', '/tmp')
-    args.setdefault('_ansible_keep_remote_files', False)
-    try:
-        from ansible.module_utils.testing import patch_module_args  # ansible-core >= 2.19
-    except ImportError:
-        basic._ANSIBLE_ARGS = to_bytes(json.dumps({'ANSIBLE_MODULE_ARGS': args}))
-        return _NullContext()
-    return patch_module_args(args)
-
-
 def run(module, args, check_mode=False, diff=False, expect_fail=False):
-    with set_module_args(args, check_mode=check_mode, diff=diff):
-        with pytest.raises(AnsibleFailJson if expect_fail else AnsibleExitJson) as exc:
-            module.main()
-    return exc.value.args[0]
-
+    return harness.run(module, args, check_mode=check_mode, diff=diff, expect_fail=expect_fail)
 
 def fake_diag(tmp_path, output, rc=0, refuse_json=False):
     """A dcgmi that prints ``output`` for ``diag`` (and TCLAP's refusal of -j when asked), logging its arguments."""

@@ -10,10 +10,10 @@ import stat
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
-
 from real_captures import real_path
+
+import module_harness as harness
+from module_harness import patch_module  # noqa: F401 pylint: disable=unused-import (an autouse fixture)
 
 from ansible_collections.gpuops.node.plugins.modules import nccl_test
 
@@ -21,57 +21,8 @@ H100 = real_path('nccl/all_reduce-h100-8gpu-single-node-indented.txt')
 NCCL_FAIL = real_path('nccl/all_reduce-rtx5090-2gpu-ERROR-test-nccl-failure.txt')
 
 
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
-
-
-def _exit_json(*args, **kwargs):
-    kwargs.setdefault('changed', False)
-    raise AnsibleExitJson(kwargs)
-
-
-def _fail_json(*args, **kwargs):
-    kwargs['failed'] = True
-    raise AnsibleFailJson(kwargs)
-
-
-@pytest.fixture(autouse=True)
-def patch_module(monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', _exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', _fail_json)
-
-
-class _NullContext(object):
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-def set_module_args(args, check_mode=False):
-    args = dict(args)
-    args['_ansible_check_mode'] = check_mode
-    args.setdefault('_ansible_remote_tmp', '/tmp')
-    args.setdefault('_ansible_keep_remote_files', False)
-    try:
-        from ansible.module_utils.testing import patch_module_args  # ansible-core >= 2.19
-    except ImportError:
-        basic._ANSIBLE_ARGS = to_bytes(json.dumps({'ANSIBLE_MODULE_ARGS': args}))
-        return _NullContext()
-    return patch_module_args(args)
-
-
 def run(args, check_mode=False, expect_fail=False):
-    with set_module_args(args, check_mode=check_mode):
-        with pytest.raises(AnsibleFailJson if expect_fail else AnsibleExitJson) as exc:
-            nccl_test.main()
-    return exc.value.args[0]
-
+    return harness.run(nccl_test, args, check_mode=check_mode, expect_fail=expect_fail)
 
 def fake_perf(tmp_path, capture, rc=0, name='all_reduce_perf', stderr=''):
     """A fake nccl-tests program: prints a real capture, records its argv and environment, exits ``rc``."""
