@@ -16,7 +16,8 @@ import subprocess
 import pytest
 
 import module_harness as harness
-from module_harness import patch_module  # noqa: F401 pylint: disable=unused-import (an autouse fixture)
+# patch_module: an autouse fixture
+from module_harness import patch_module  # noqa: F401 pylint: disable=unused-import
 
 from ansible_collections.gpuops.node.plugins.module_utils import dcgm_alerts as A
 from ansible_collections.gpuops.node.plugins.modules import dcgm_alert_rules
@@ -26,6 +27,7 @@ PROMTOOL = shutil.which('promtool')
 
 def run(args, check_mode=False, diff=False, expect_fail=False):
     return harness.run(dcgm_alert_rules, args, check_mode=check_mode, diff=diff, expect_fail=expect_fail)
+
 
 def _fake_promtool(tmp_path, rc):
     path = tmp_path / 'bin' / 'promtool'

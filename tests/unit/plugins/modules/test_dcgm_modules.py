@@ -9,7 +9,6 @@ read back, check mode and diff, bad data refused before dcgmi runs."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import json
 import os
 import sys
 
@@ -18,7 +17,8 @@ import pytest
 from real_captures import real_path, real_text
 
 import module_harness as harness
-from module_harness import patch_module  # noqa: F401 pylint: disable=unused-import (an autouse fixture)
+# patch_module: an autouse fixture
+from module_harness import patch_module  # noqa: F401 pylint: disable=unused-import
 
 from ansible_collections.gpuops.node.plugins.module_utils import dcgm_policy as P
 from ansible_collections.gpuops.node.plugins.modules import dcgm_diag, dcgm_policy
@@ -32,6 +32,7 @@ CONNECTION = ('Error: unable to establish a connection to the specified host: lo
 
 def run(module, args, check_mode=False, diff=False, expect_fail=False):
     return harness.run(module, args, check_mode=check_mode, diff=diff, expect_fail=expect_fail)
+
 
 def fake_diag(tmp_path, output, rc=0, refuse_json=False):
     """A dcgmi that prints ``output`` for ``diag`` (and TCLAP's refusal of -j when asked), logging its arguments."""
@@ -52,6 +53,7 @@ def calls(tmp_path):
 
 
 # ---------------------------------------------------------------- dcgm_diag
+
 
 def test_diag_pass(tmp_path):
     dcgmi = fake_diag(tmp_path, real_text(PASS))

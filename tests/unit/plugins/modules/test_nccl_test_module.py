@@ -13,7 +13,8 @@ import pytest
 from real_captures import real_path
 
 import module_harness as harness
-from module_harness import patch_module  # noqa: F401 pylint: disable=unused-import (an autouse fixture)
+# patch_module: an autouse fixture
+from module_harness import patch_module  # noqa: F401 pylint: disable=unused-import
 
 from ansible_collections.gpuops.node.plugins.modules import nccl_test
 
@@ -23,6 +24,7 @@ NCCL_FAIL = real_path('nccl/all_reduce-rtx5090-2gpu-ERROR-test-nccl-failure.txt'
 
 def run(args, check_mode=False, expect_fail=False):
     return harness.run(nccl_test, args, check_mode=check_mode, expect_fail=expect_fail)
+
 
 def fake_perf(tmp_path, capture, rc=0, name='all_reduce_perf', stderr=''):
     """A fake nccl-tests program: prints a real capture, records its argv and environment, exits ``rc``."""
