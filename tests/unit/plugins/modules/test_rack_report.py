@@ -13,64 +13,15 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
+import module_harness as harness
+# patch_module: an autouse fixture
+from module_harness import patch_module  # noqa: F401 pylint: disable=unused-import
 
 from ansible_collections.gpuops.node.plugins.modules import rack_report
 
 
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
-
-
-def _exit_json(*args, **kwargs):
-    kwargs.setdefault('changed', False)
-    raise AnsibleExitJson(kwargs)
-
-
-def _fail_json(*args, **kwargs):
-    kwargs['failed'] = True
-    raise AnsibleFailJson(kwargs)
-
-
-@pytest.fixture(autouse=True)
-def patch_module(monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', _exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', _fail_json)
-
-
-def set_module_args(args, check_mode=False, diff=False):
-    """Same pattern as community.general's unit tests, for ansible-core 2.19 and older."""
-    args = dict(args)
-    args['_ansible_check_mode'] = check_mode
-    args['_ansible_diff'] = diff
-    args.setdefault('_ansible_remote_tmp', '/tmp')
-    args.setdefault('_ansible_keep_remote_files', False)
-    try:
-        from ansible.module_utils.testing import patch_module_args  # ansible-core >= 2.19
-    except ImportError:
-        basic._ANSIBLE_ARGS = to_bytes(json.dumps({'ANSIBLE_MODULE_ARGS': args}))
-        return _NullContext()
-    return patch_module_args(args)
-
-
-class _NullContext(object):
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
 def run(args, check_mode=False, diff=False, expect_fail=False):
-    with set_module_args(args, check_mode=check_mode, diff=diff):
-        with pytest.raises(AnsibleFailJson if expect_fail else AnsibleExitJson) as exc:
-            rack_report.main()
-    return exc.value.args[0]
+    return harness.run(rack_report, args, check_mode=check_mode, diff=diff, expect_fail=expect_fail)
 
 
 RECORDS = [
