@@ -349,8 +349,13 @@ def _ecc_uncorrectable(tree, gpu=1, count=1):
     return {'ecc': kind}
 
 
+# the capture bundle's ``nvidia-smi mig -lgi`` (plugins/module_utils/topology_mig.py BUNDLE_FILE)
+MIG_LGI_FILE = 'nvidia-smi-mig-lgi.txt'
+
+
 def _mig_unexpected(tree, gpu=1):
-    """MIG mode Enabled (current and pending) on one GPU of a node that expects it off."""
+    """MIG mode Enabled (current and pending) on one GPU of a node that expects it off; the bundle's
+    ``nvidia-smi mig -lgi`` says what the simulated nvidia-smi says: no GPU instances."""
     gpu = _int_param(gpu, 'gpu')
     doc = _xml(tree)
     block = _gpu_block(doc, gpu)
@@ -360,6 +365,9 @@ def _mig_unexpected(tree, gpu=1):
     block = N.set_value(block, 'mig_mode/pending_mig', 'Enabled')
     doc.blocks[gpu] = block
     B.put_text(tree, N.XML_FILE, doc.render())
+    # what the capture takes from a node with a GPU in MIG mode: ``mig -lgi``, here without instances
+    B.put_text(tree, MIG_LGI_FILE, 'No GPU instances found: Not Found\n')
+    B.put_text(tree, MIG_LGI_FILE + '.rc', '%d\n' % N.RC_NOT_FOUND)
     return {}
 
 

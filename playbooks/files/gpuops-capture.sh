@@ -20,6 +20,8 @@
 #       <file>.rc holds the exit status when it is not 0: 124 when the
 #       command timed out (137 when it had to be killed), keeping what it
 #       printed until then
+#   nvidia-smi-mig-lgi.txt   `nvidia-smi mig -lgi` (the MIG GPU instances), when the XML has a GPU whose
+#       MIG mode is Enabled; <file>.rc as above (6 with "No GPU instances found")
 #   sys/class/infiniband/<hca>/ports/<n>/{state,phys_state,rate,link_layer,counters/<error counters>,
 #       counters/port_xmit_packets,hw_counters/*}
 #   sys/class/infiniband/<hca>/device -> ../../../bus/pci/devices/<address>
@@ -170,6 +172,10 @@ add_pci() {
 run_smi nvidia-smi-q-x.xml -q -x
 run_smi nvidia-smi-topo-m.txt topo -m
 run_smi nvidia-smi-nvlink-s.txt nvlink -s
+# the MIG GPU instances, when the XML has a GPU in MIG mode
+if grep -q '<current_mig>Enabled</current_mig>' "$bundle/nvidia-smi-q-x.xml" 2>/dev/null; then
+    run_smi nvidia-smi-mig-lgi.txt mig -lgi
+fi
 
 # GPUs: what nvidia-smi reports, plus every NVIDIA display/3D controller in sysfs
 # (finds the GPUs even when the driver is not loaded or a GPU fell off the bus)

@@ -15,6 +15,8 @@ options:
   nvidia_smi:
     description:
       - Path or name of the C(nvidia-smi) binary. A bare name is looked up on the node's E(PATH).
+      - When a GPU's MIG mode is Enabled, it also runs C(nvidia-smi mig -lgi) (the GPU instances, C(mig) in the
+        facts).
       - Ignored when O(bundle_dir) is set.
     type: str
     default: nvidia-smi
@@ -44,6 +46,8 @@ options:
       - The C(dcb) outputs of a RoCE netdev are C(dcb-pfc-<netdev>.txt) and C(dcb-app-dscp-prio-<netdev>.txt)
         (with a C(.rc) when dcb failed); without them PFC and DSCP are not read.
       - C(dcgmi-health-c.json) (and its C(.rc)) is what C(dcgmi health -c -j) printed, when DCGM was on the node.
+      - C(nvidia-smi-mig-lgi.txt) (and its C(.rc)) is what C(nvidia-smi mig -lgi) printed, captured when a GPU
+        was in MIG mode; read only when the bundle's XML has a GPU whose MIG mode is Enabled.
     type: path
   command_timeout:
     description:

@@ -27,6 +27,7 @@ from ansible_collections.gpuops.node.plugins.module_utils.rdma_sysfs import (
 from ansible_collections.gpuops.node.plugins.module_utils.sysfs import (
     read_infiniband, read_numa_nodes, read_pci_device, read_pci_nvidia, read_value, sysfs_pci_address)
 from ansible_collections.gpuops.node.plugins.module_utils import topology_dcgm
+from ansible_collections.gpuops.node.plugins.module_utils import topology_mig
 from ansible_collections.gpuops.node.plugins.module_utils.topology_sources import (
     DRIVER_FAILURES, PARSERS, PARTS, BundleSource, CommandSource, judge_dcb, judge_output)
 
@@ -425,6 +426,7 @@ def gather_bundle(bundle_dir, sysfs_root=None):
         sysfs_root = os.path.join(bundle_dir, 'sys')
     topo = gather(BundleSource(bundle_dir), sysfs_root, os.path.join(bundle_dir, 'proc'))
     topo['dcgm'] = topology_dcgm.read_bundle(bundle_dir, topo['warnings'])
+    topo['mig'] = topology_mig.read_bundle(bundle_dir, topo, topo['warnings'])
     if not os.path.isdir(sysfs_root):
         topo['missing'].append('sys')
     return topo
@@ -444,6 +446,7 @@ def gather_live(run_command, nvidia_smi, sysfs_root='/sys', nvidia_smi_problem=N
     """
     topo = gather(CommandSource(run_command, nvidia_smi, limit, dcb, dcb_problem), sysfs_root, proc_root)
     topo['dcgm'] = topology_dcgm.read_live(run_command, dcgmi, dcgmi_problem, limit, topo['warnings'])
+    topo['mig'] = topology_mig.read_live(run_command, nvidia_smi, topo, limit, topo['warnings'])
     if nvidia_smi is None:
         kind = 'nvidia_smi_missing' if nvidia_smi_problem is None else 'nvidia_smi_unusable'
         topo['driver_error'] = {'kind': kind, 'rc': None,

@@ -251,6 +251,19 @@ ansible_facts:
           type: dict
           returned: always
           sample: {health: {overall: Healthy, gpus: {}}, unreadable: null}
+        mig:
+          description:
+            - The MIG GPU instances (C(nvidia-smi mig -lgi)) as C(instances), by GPU index (a string, as JSON keys
+              are), each with C(name) (the profile, C(1g.10gb)), C(profile_id), C(id) (the GPU instance id),
+              C(start) and C(size) (its placement), in the order nvidia-smi lists them.
+            - C(mig -lgi) runs only when a GPU's C(mig_mode) is V(Enabled); otherwise C(instances) is empty. An
+              answer of C(No GPU instances found) is an empty listing.
+            - When the instances could not be listed (nvidia-smi failing, an output that cannot be read, the MIG
+              modes unknown because C(-q -x) was not read), C(instances) is empty and C(unreadable) says why; the
+              C(mig_devices) check then fails as C(not checked).
+          type: dict
+          returned: always
+          sample: {instances: {"0": [{name: 3g.40gb, profile_id: 9, id: 2, start: 4, size: 4}]}, unreadable: null}
         ipoib_module_loaded:
           description: Whether C(ib_ipoib) is loaded (C(<sysfs_root>/module/ib_ipoib) exists); null without
             C(<sysfs_root>/module), as in a capture bundle.

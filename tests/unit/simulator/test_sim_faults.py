@@ -193,9 +193,10 @@ def test_ecc_uncorrectable_pascal_retires_pages(tmp_path):
 
 def test_mig_unexpected(tmp_path):
     base, tree, changed = _apply(A100, 'mig_unexpected', gpu=5)
-    assert changed == ['nvidia-smi-q-x.xml']
+    assert changed == ['nvidia-smi-mig-lgi.txt', 'nvidia-smi-mig-lgi.txt.rc', 'nvidia-smi-q-x.xml']
     after = _gather(tree, tmp_path, 'b')
     assert [g['mig_mode'] for g in after['gpus']] == ['Disabled'] * 5 + ['Enabled'] + ['Disabled'] * 2
+    assert after['mig'] == {'instances': {}, 'unreadable': None}
     assert after['gpus'][5]['mig_mode_pending'] == 'Enabled'
     with pytest.raises(F.FaultError):
         _apply(PCIE, 'mig_unexpected')
