@@ -17,11 +17,13 @@ __metaclass__ = type
 import fnmatch
 import re
 
+from ansible_collections.gpuops.node.plugins.module_utils.mig_config import ConfigError, validate_entries
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_topo import (
     PCIE_RELATION_RANK, closest_nics, is_gpu)
 from ansible_collections.gpuops.node.plugins.module_utils.rdma_sysfs import RETRANS_COUNTERS, retrans_ratio
 from ansible_collections.gpuops.node.plugins.module_utils.topology_checks import (
-    check_dcgm_health, check_driver_loaded, check_ecc_uncorrected, check_gpu_error, check_gpu_model, check_mode,
+    check_dcgm_health, check_driver_loaded, check_ecc_uncorrected, check_gpu_error, check_gpu_model, check_mig_devices,
+    check_mode,
     check_nvlink_active_links, check_nvsmi_exit, check_nvsmi_timeout, check_output_unreadable,
     check_outputs_disagree, check_pcie_gen, check_pcie_width, check_remapped_rows, check_retired_pages, failure,
     not_checked, per_gpu)
@@ -36,6 +38,7 @@ MODE = 'Enabled or Disabled'
 RELATION = 'PCIe relation'
 LINK = 'relation such as NV18'
 PRIO = 'priority 0-7'
+MIG_ENTRIES = 'mig-parted entries'
 
 
 class Check(object):
@@ -366,6 +369,10 @@ CHECKS = (
           None, ('xml',), per_gpu(('xml',), check_mode('ecc_mode'))),
     Check('mig_mode', 'mig_mode', MODE, '"Enabled" or "Disabled" on every GPU',
           'mig', ('xml',), per_gpu(('xml',), check_mode('mig_mode'))),
+    Check('mig_devices', 'mig_devices', MIG_ENTRIES,
+          'the entries of one mig-parted configuration (a `mig-configs.<name>` value): each GPU they match has that '
+          'MIG mode and, with MIG on, exactly those GPU instances by profile, each with its compute instance',
+          'mig', ('xml', 'mig'), check_mig_devices),
     Check('compute_mode', 'compute_mode', STR, 'compute mode on every GPU, e.g. "Default"',
           'mps', ('xml',), per_gpu(('xml',), check_mode('compute_mode'))),
     Check('ecc_uncorrected', 'max_ecc_uncorrected', INT,
@@ -435,6 +442,12 @@ def bad_glob(pattern):
 
 
 def _type_error(key, kind, value):
+    if kind == MIG_ENTRIES:
+        try:
+            validate_entries(value, key)
+        except ConfigError as exc:
+            return 'profile key %s' % exc
+        return None
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     good = {
         INT: number and isinstance(value, int) and value >= 0,

@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import fnmatch
 
+from ansible_collections.gpuops.node.plugins.module_utils.mig_config import ConfigError, expand
 from ansible_collections.gpuops.node.plugins.module_utils.sysfs import sysfs_pci_address
 from ansible_collections.gpuops.node.plugins.module_utils.topology_sources import DRIVER_FAILURES, PARTS, STATUSES
 
@@ -306,4 +307,82 @@ def check_dcgm_health(ctx, wanted):
     if not failures:
         failures.append(failure('dcgm_health', 'node', 'Healthy', overall,
                                 'DCGM health watches report overall %s' % overall))
+    return failures
+
+
+# ---------------------------------------------------------------- MIG
+
+def _instances_text(counts):
+    """``7x 1g.10gb`` / ``3x 1g.10gb, 1x 3g.40gb`` / ``none``."""
+    shown = ['%dx %s' % (counts[name], name) for name in sorted(counts) if counts[name]]
+    return ', '.join(shown) or 'none'
+
+
+def _mig_wanted(state):
+    if not state['enabled']:
+        return 'MIG Disabled'
+    return 'MIG Enabled, %s' % _instances_text(state['devices'])
+
+
+def _mig_gpu(ctx, gpu, state, mig):
+    """Failures of one GPU matched by a mig-parted entry (``state``: ``{enabled, devices}``)."""
+    subject = _label(gpu)
+    expected = _mig_wanted(state)
+    if 'xml' not in (gpu.get('sources') or ['xml']):
+        return [not_checked('mig_devices', subject, expected, '%s is not in %s' % (subject, ctx.source('xml')))]
+    mode = gpu.get('mig_mode')
+    pending = gpu.get('mig_mode_pending')
+    target = 'Enabled' if state['enabled'] else 'Disabled'
+    if mode is None and not state['enabled']:
+        return []       # no MIG on this GPU (N/A): nothing to disable
+    if mode != target:
+        note = ' (%s pending: applied at the next GPU reset or reboot)' % pending if pending == target else ''
+        return [failure('mig_devices', subject, expected, 'MIG %s' % (mode or 'N/A'),
+                        '%s MIG mode is %s%s, expected %s' % (subject, mode or 'N/A (not supported or unreadable)',
+                                                              note, expected))]
+    if pending is not None and pending != target:
+        return [failure('mig_devices', subject, expected, 'MIG %s, %s pending' % (mode, pending),
+                        '%s MIG mode is %s but %s is pending (applied at the next GPU reset or reboot), expected %s'
+                        % (subject, mode, pending, expected))]
+    if not state['enabled']:
+        return []
+    if not isinstance(mig, dict):
+        return [not_checked('mig_devices', subject, expected, 'the facts have no MIG instances (gathered by a '
+                            'version without nvidia-smi mig -lgi)')]
+    if mig.get('unreadable'):
+        return [not_checked('mig_devices', subject, expected, 'the GPU instances of %s could not be listed: %s'
+                            % (subject, mig['unreadable']))]
+    instances = (mig.get('instances') or {}).get(str(gpu['index'])) or []
+    found = {}
+    for instance in instances:
+        found[instance.get('name')] = found.get(instance.get('name'), 0) + 1
+    wanted = dict((name, count) for name, count in state['devices'].items() if count)
+    if found != wanted:
+        return [failure('mig_devices', subject, _instances_text(wanted), _instances_text(found),
+                        '%s has GPU instances %s, expected %s' % (subject, _instances_text(found),
+                                                                  _instances_text(wanted)))]
+    devices = gpu.get('mig_devices')
+    if devices != len(instances):
+        return [failure('mig_devices', subject, '%d MIG devices' % len(instances), '%s MIG devices' % devices,
+                        '%s has %d GPU instances but %s lists %s MIG devices: each GPU instance needs its one '
+                        'compute instance' % (subject, len(instances), ctx.source('xml'), devices))]
+    return []
+
+
+def check_mig_devices(ctx, entries):
+    """``mig_devices``: the entries of one mig-parted configuration. Each GPU an entry matches has the MIG mode
+    it asks for (current, and no other pending) and, with MIG enabled, exactly the GPU instances of its
+    ``mig-devices`` by profile name, each with its compute instance; a GPU without MIG passes only
+    ``mig-enabled: false``. GPUs no entry matches are not looked at. A GPU the entries name that the node does
+    not have, or instances that could not be listed, are ``not checked``."""
+    gpus = [{'index': g['index'], 'bus_id': g.get('pci_bus_id'), 'pci_device_id': g.get('pci_device_id'),
+             'name': g.get('name')} for g in ctx.gpus]
+    try:
+        wanted = expand(entries, gpus, 'mig_devices')
+    except ConfigError as exc:
+        return [not_checked('mig_devices', 'node', 'the GPUs mig_devices names', str(exc))]
+    by_index = dict((g['index'], g) for g in ctx.gpus)
+    failures = []
+    for state in sorted(wanted.values(), key=lambda s: s['index']):
+        failures.extend(_mig_gpu(ctx, by_index[state['index']], state, ctx.topology.get('mig')))
     return failures

@@ -50,6 +50,7 @@ options:
       - "C(persistence_mode) (Enabled or Disabled): \"Enabled\" or \"Disabled\" on every GPU."
       - "C(ecc_mode) (Enabled or Disabled): \"Enabled\" or \"Disabled\" on every GPU."
       - "C(mig_mode) (Enabled or Disabled): \"Enabled\" or \"Disabled\" on every GPU."
+      - "C(mig_devices) (mig-parted entries): the entries of one mig-parted configuration (a mig-configs.<name> value): each GPU they match has that MIG mode and, with MIG on, exactly those GPU instances by profile, each with its compute instance."
       - "C(compute_mode) (str): compute mode on every GPU, e.g. \"Default\"."
       - "C(max_ecc_uncorrected) (int): most uncorrectable ECC errors tolerated per GPU (volatile and aggregate)."
       - "C(allow_retired_pages_pending) (bool): whether a GPU may have page retirement pending."
@@ -145,7 +146,7 @@ failures:
     - C(check) is one of C(output_unreadable), C(nvsmi_exit), C(nvsmi_timeout), C(outputs_disagree),
       C(gpu_error), C(nic_missing), C(driver_loaded), C(gpu_count), C(gpu_model), C(driver_version),
       C(pcie_gen), C(pcie_width), C(nvlink_relation), C(nvlink_active_links), C(persistence_mode),
-      C(ecc_mode), C(mig_mode), C(compute_mode), C(ecc_uncorrected), C(retired_pages_pending),
+      C(ecc_mode), C(mig_mode), C(mig_devices), C(compute_mode), C(ecc_uncorrected), C(retired_pages_pending),
       C(remapped_rows_pending), C(nic_count), C(nic_port_state), C(nic_link_layer), C(nic_rate),
       C(nic_link_downed), C(nic_symbol_errors), C(nic_rcv_errors), C(nic_retrans_ratio), C(nic_ipoib),
       C(nic_roce_dcqcn), C(nic_pfc_priority), C(dcgm_health), C(gpu_nic_relation), C(numa_balance).
