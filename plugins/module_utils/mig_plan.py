@@ -142,8 +142,8 @@ def _validate(gpu, want, profiles, where, errors, warnings):
     if profiles is None:
         if want['devices']:
             warnings.append('GPU %s (%s): the GPU-instance profiles of %s are not known while MIG is disabled; '
-                            'nvidia-smi checks %s when it creates them' % (gpu['index'], gpu['bus_id'], model,
-                                                                          describe(want['devices'])))
+                            'nvidia-smi checks %s when it creates them'
+                            % (gpu['index'], gpu['bus_id'], model, describe(want['devices'])))
         return
     known = [row['name'] for row in profiles]
     unknown = sorted(name for name in want['devices'] if name not in known)

@@ -185,8 +185,8 @@ def test_expand_device_filter():
     entries = [{'devices': 'all', 'device-filter': '0x20b010de', 'mig-enabled': True, 'mig-devices': {'3g.20gb': 2}},
                {'devices': 'all', 'device-filter': ['0x233010DE'], 'mig-enabled': False}]
     wanted = expand(entries, gpus)
-    assert [(w['index'], w['enabled'], w['entry']) for _, w in sorted(wanted.items(), key=lambda i: i[1]['index'])] \
-        == [(0, False, 1), (1, False, 1), (2, True, 0)]
+    assert sorted((w['index'], w['enabled'], w['entry']) for w in wanted.values()) == [
+        (0, False, 1), (1, False, 1), (2, True, 0)]
 
 
 @pytest.mark.parametrize('entries, says', [

@@ -1,0 +1,448 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.node contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: mig_layout
+short_description: Converge the MIG mode and GPU instances of a node's GPUs to a mig-parted configuration
+version_added: 0.5.0
+description:
+  - Takes the layout in NVIDIA mig-parted's configuration format (C(version) C(v1), C(mig-configs)), as data
+    (O(config)) or as a file on the node (O(config_file)), so existing mig-parted files work unchanged, and
+    applies the configuration named O(selected). Besides GPU indexes, an entry's C(devices) may list PCI bus ids
+    (C(0000:1b:00.0)); C(device-filter) restricts an entry to GPUs of a PCI device id. GPUs no entry matches are
+    left alone; a GPU matched twice is refused.
+  - Reads the GPUs (C(nvidia-smi -q -x)) and, when some GPU has MIG enabled, C(nvidia-smi mig -lgip), C(-lgi) and
+    C(-lci), then plans per GPU. Instances equal to the wanted ones, nothing; existing ones that are part of the
+    wanted ones (each with its default compute instance), only the missing ones are created; otherwise every
+    compute and GPU instance of the GPU is destroyed and the whole wanted set created, largest first, as
+    mig-parted does. MIG off destroys every instance and then disables the mode.
+  - Validates before changing anything. It refuses profiles the GPU model does not have (from C(-lgip), or the
+    profiles known for the model while MIG is still disabled), counts that do not fit, MIG on GPUs without MIG,
+    compute-instance profiles, an unknown O(selected) and indexes or bus ids not on the node. Every message
+    starts with the path of the bad part (C(mig-configs.half-1g.10gb[0].mig-devices.1g.99gb)).
+  - Applies per GPU C(nvidia-smi mig -i <bus> -gi <ids> -dci), C(-dgi), C(nvidia-smi -i <bus> -mig 1|0), and,
+    only once the mode is current, C(nvidia-smi mig -i <bus> -cgi <profiles> -C); then reads the instances back
+    and fails when they differ from the wanted ones.
+  - A mode change nvidia-smi leaves pending (the GPU is in use, or its reset needs a reboot) creates nothing on
+    that GPU; the GPU is in RV(pending), RV(reboot_required) is true and a warning quotes nvidia-smi. Failures of
+    nvidia-smi (C(Insufficient Resources), C(In use by another client)) fail the module with the command and
+    nvidia-smi's lines verbatim, and the commands that had run before.
+  - GPU instances do not survive a reboot; O(boot_script) writes a script that creates them again at boot.
+author:
+  - gpuops.node maintainers (@gpuops)
+attributes:
+  check_mode:
+    support: full
+    description: Reads the GPUs, validates and returns the plan and the commands that would run; runs none.
+  diff_mode:
+    support: full
+    description: The MIG mode and instances of each GPU the configuration matches, before and after; the boot script.
+options:
+  config:
+    description: The mig-parted configuration as data (C(version), C(mig-configs)).
+    type: dict
+  config_file:
+    description: Path on the node of a mig-parted configuration file (YAML).
+    type: path
+  selected:
+    description: The name of the configuration of C(mig-configs) to apply (C(all-1g.10gb)).
+    type: str
+    required: true
+  nvidia_smi:
+    description: The nvidia-smi program (a name looked up in E(PATH), or a path).
+    type: str
+    default: nvidia-smi
+  boot_script:
+    description:
+      - Path of an executable C(/bin/sh) script (mode 0755) that creates, at boot, the GPU instances of every GPU of
+        the configuration with MIG enabled and instances wanted, on each GPU that has none
+        (C(nvidia-smi mig -i <bus> -cgi <profiles> -C)), and exits non-zero naming the GPU when that fails.
+      - Removed when the configuration creates no instance. Unset writes none.
+    type: path
+notes:
+  - O(config) and O(config_file) are mutually exclusive; one is required.
+  - A MIG mode change resets the GPU; stop the programs that use it first (the C(gpuops.node.mig) role stops the
+    GPU clients it knows when a GPU of the check-mode RV(plan) has a C(mode_change) or a C(destroy)).
+seealso:
+  - name: NVIDIA mig-parted
+    description: The configuration format.
+    link: https://github.com/NVIDIA/mig-parted
+  - name: NVIDIA MIG User Guide
+    description: GPU-instance profiles and the nvidia-smi mig commands.
+    link: https://docs.nvidia.com/datacenter/tesla/mig-user-guide/
+'''
+
+EXAMPLES = r'''
+- name: GPUs 0-3 in seven 1g.10gb instances each, GPUs 4-7 without MIG
+  gpuops.node.mig_layout:
+    config:
+      version: v1
+      mig-configs:
+        half-1g.10gb:
+          - devices: [0, 1, 2, 3]
+            mig-enabled: true
+            mig-devices: {"1g.10gb": 7}
+          - devices: [4, 5, 6, 7]
+            mig-enabled: false
+    selected: half-1g.10gb
+    boot_script: /usr/local/libexec/gpuops-mig-layout
+
+- name: A mig-parted file already on the node
+  gpuops.node.mig_layout:
+    config_file: /etc/nvidia-mig-manager/config.yaml
+    selected: all-balanced
+  check_mode: true
+  register: mig_plan
+'''
+
+RETURN = r'''
+changed:
+  description: Instances were destroyed or created, a MIG mode (current or pending) changed, or the boot script.
+  returned: always
+  type: bool
+plan:
+  description:
+    - Per GPU the configuration matches, what it needs (in check mode the same; nothing runs).
+    - C(mode) is C({current, pending, wanted}), C(mode_change) null, C(enable) or C(disable), C(destroy) the GPU
+      instances to destroy with their compute instances (C([{gi, name, cis}])), C(create) the profiles to create,
+      largest first; C(before) and C(after) are C({mig_mode, mig_mode_pending, instances}); C(entry) is the
+      position of the configuration entry that matched the GPU.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - index: 0
+      bus_id: "00000000:19:00.0"
+      name: NVIDIA H100 80GB HBM3
+      entry: 0
+      mode: {current: Disabled, pending: Disabled, wanted: Enabled}
+      mode_change: enable
+      destroy: []
+      create: [1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb]
+      before: {mig_mode: Disabled, mig_mode_pending: Disabled, instances: {}}
+      after: {mig_mode: Enabled, mig_mode_pending: Enabled, instances: {1g.10gb: 7}}
+pending:
+  description: Bus ids of the GPUs whose MIG mode change stays pending until a GPU reset or a reboot.
+  returned: always
+  type: list
+  elements: str
+reboot_required:
+  description: Some MIG mode change is pending (RV(pending)); its GPU instances are created after the reboot.
+  returned: always
+  type: bool
+gpus:
+  description: Every GPU of the node as read after the changes (in check mode, as read).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{index: 0, bus_id: "00000000:19:00.0", name: NVIDIA H100 80GB HBM3, mig_mode: Enabled,
+            mig_mode_pending: Enabled, instances: {1g.10gb: 7}}]
+commands:
+  description: The nvidia-smi command lines that changed something (or would, in check mode), each a list.
+  returned: always
+  type: list
+  elements: list
+  sample: [[nvidia-smi, -i, "00000000:19:00.0", -mig, "1"], [nvidia-smi, mig, -i, "00000000:19:00.0", -cgi,
+            "1g.10gb,1g.10gb", -C]]
+'''
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_text
+
+from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
+from ansible_collections.gpuops.node.plugins.module_utils.mig_config import (
+    ConfigError, expand, load, normalize_bus_id, select)
+from ansible_collections.gpuops.node.plugins.module_utils.mig_plan import (
+    boot_script, counts, creation_order, describe, gpu_states, pending_work, plan, state_text)
+from ansible_collections.gpuops.node.plugins.module_utils.mig_profiles import profiles_for
+from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_mig import (
+    empty_answer, mig_errors, parse_lci, parse_lgi, parse_lgip, parse_mode_change)
+from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_xml import parse_nvsmi_xml
+
+HEADER = ('# Written by gpuops.node.mig (mig_layout): the GPU instances of the MIG layout, which no reboot keeps; '
+          'do not edit.')
+
+
+class Node(object):
+    """nvidia-smi on the node: reads, and changes recorded in ``done``."""
+
+    def __init__(self, module, nvidia_smi):
+        self.module = module
+        self.smi = nvidia_smi
+        self.done = []
+
+    def call(self, args):
+        argv = [self.smi] + list(args)
+        rc, out, err = self.module.run_command(argv, environ_update={'LC_ALL': 'C'})
+        return argv, rc, to_text(out), to_text(err)
+
+    def fail(self, msg, **extra):
+        self.module.fail_json(msg=msg, changed=bool(self.done), commands=self.done, **extra)
+
+    def change(self, args):
+        argv, rc, out, err = self.call(args)
+        self.done.append(argv)
+        return argv, rc, out, err
+
+    def failed(self, argv, rc, out, err):
+        lines = mig_errors(out + '\n' + err) or ['(no output)']
+        done = self.done[:-1]
+        self.fail('%s failed (exit %d): %s%s' % (' '.join(argv), rc, '\n'.join(lines),
+                                                 '; run before it: %s' % '; '.join(' '.join(a) for a in done)
+                                                 if done else ''), nvidia_smi=lines)
+
+    def xml_gpus(self):
+        argv, rc, out, err = self.call(['-q', '-x'])
+        if rc != 0:
+            self.fail('%s failed (exit %d): %s' % (' '.join(argv), rc, (err or out).strip()[:800]))
+        try:
+            return parse_nvsmi_xml(out)['gpus']
+        except ParseError as exc:
+            self.fail('%s: %s' % (' '.join(argv), exc))
+
+    def table(self, option, parser):
+        argv, rc, out, err = self.call(['mig', option])
+        if empty_answer(rc, out + '\n' + err):
+            return []
+        if rc != 0:
+            self.fail('%s failed (exit %d): %s' % (' '.join(argv), rc, (out + '\n' + err).strip()[:800]))
+        try:
+            return parser(out)
+        except ParseError as exc:
+            self.fail('%s: %s' % (' '.join(argv), exc))
+
+    def read(self):
+        xml = self.xml_gpus()
+        tables = {'lgip': [], 'lgi': [], 'lci': []}
+        if any(gpu['mig_mode'] == 'Enabled' for gpu in xml):
+            tables = {'lgip': self.table('-lgip', parse_lgip), 'lgi': self.table('-lgi', parse_lgi),
+                      'lci': self.table('-lci', parse_lci)}
+        return xml, tables
+
+
+def read_config(module):
+    p = module.params
+    where = ''
+    if p['config_file']:
+        where = 'config_file %s: ' % p['config_file']
+        try:
+            with open(p['config_file'], 'rb') as handle:
+                data = handle.read()
+        except (IOError, OSError) as exc:
+            module.fail_json(msg='%scannot read it: %s' % (where, exc.strerror or exc))
+    else:
+        data = p['config']
+    try:
+        return select(load(data), p['selected'])
+    except ConfigError as exc:
+        module.fail_json(msg='%s%s' % (where if exc.path != 'selected' else '', exc))
+
+
+def gpu_summary(states):
+    return [{'index': g['index'], 'bus_id': g['bus_id'], 'name': g['name'], 'mig_mode': g['mig_mode'],
+             'mig_mode_pending': g['mig_mode_pending'],
+             'instances': counts(i['name'] for i in g['instances'] if g['mig_mode'] == 'Enabled')}
+            for g in states]
+
+
+def commands_of(smi, gpu):
+    """The argv lists that make one GPU's plan, in order: destroy, mode change, create."""
+    bus = gpu['bus_id']
+    result = []
+    with_cis = [str(d['gi']) for d in gpu['destroy'] if d['cis']]
+    if with_cis:
+        result.append(('destroy', [smi, 'mig', '-i', bus, '-gi', ','.join(with_cis), '-dci']))
+    if gpu['destroy']:
+        result.append(('destroy', [smi, 'mig', '-i', bus, '-gi', ','.join(str(d['gi']) for d in gpu['destroy']),
+                                   '-dgi']))
+    if gpu['mode_change']:
+        result.append(('mode', [smi, '-i', bus, '-mig', '1' if gpu['mode_change'] == 'enable' else '0']))
+    if gpu['create']:
+        result.append(('create', [smi, 'mig', '-i', bus, '-cgi', ','.join(gpu['create']), '-C']))
+    return result
+
+
+def apply(module, node, planned):
+    """Runs the plan; returns the bus ids left pending and the warnings about them."""
+    pending = []
+    mode_changed = False
+    for gpu in planned:
+        for kind, argv in commands_of(node.smi, gpu):
+            if kind == 'create':
+                continue
+            argv, rc, out, err = node.change(argv[1:])
+            if kind == 'destroy':
+                if rc != 0:
+                    node.failed(argv, rc, out, err)
+                continue
+            mode_changed = True
+            results = [r for r in parse_mode_change(out + '\n' + err)
+                       if normalize_bus_id(r['bus_id']) == normalize_bus_id(gpu['bus_id'])]
+            kinds = set(r['result'] for r in results)
+            if 'pending' in kinds:
+                pending.append(gpu['bus_id'])
+                module.warn('GPU %s (%s): MIG mode stays pending %s until the GPU is reset or the node reboots; '
+                            'no GPU instance is created on it now. nvidia-smi: %s' % (
+                                gpu['index'], gpu['bus_id'], gpu['mode_change'],
+                                ' '.join(r['message'] for r in results if r['result'] == 'pending')))
+            elif rc != 0 or kinds - set(['enabled', 'disabled']) or not kinds:
+                node.failed(argv, rc, out, err)
+    if mode_changed:
+        modes = dict((normalize_bus_id(g['pci_bus_id']), g) for g in node.xml_gpus())
+        for gpu in planned:
+            now = modes.get(normalize_bus_id(gpu['bus_id'])) or {}
+            if now.get('mig_mode') != gpu['mode']['wanted'] and gpu['bus_id'] not in pending:
+                pending.append(gpu['bus_id'])
+                module.warn('GPU %s (%s): MIG mode is %s (pending %s) after nvidia-smi -mig: a GPU reset or a reboot '
+                            'applies it; no GPU instance is created on it now' % (
+                                gpu['index'], gpu['bus_id'], now.get('mig_mode'), now.get('mig_mode_pending')))
+    for gpu in planned:
+        if gpu['bus_id'] in pending:
+            continue
+        for kind, argv in commands_of(node.smi, gpu):
+            if kind == 'create':
+                argv, rc, out, err = node.change(argv[1:])
+                if rc != 0:
+                    node.failed(argv, rc, out, err)
+    return pending
+
+
+def verify(node, planned, after, pending):
+    by_bus = dict((normalize_bus_id(g['bus_id']), g) for g in after)
+    for gpu in planned:
+        if gpu['bus_id'] in pending:
+            continue
+        now = by_bus.get(normalize_bus_id(gpu['bus_id']))
+        found = (now['mig_mode'], now['instances']) if now else (None, {})
+        wanted = (gpu['after']['mig_mode'], gpu['after']['instances'])
+        if found != wanted:
+            node.fail('GPU %s (%s): after the changes MIG mode is %s with %s, not %s with %s' % (
+                gpu['index'], gpu['bus_id'], found[0] or 'unknown', describe(found[1]), wanted[0], describe(wanted[1])),
+                gpus=after)
+
+
+def write_script(module, path, text):
+    """Writes (or, for None, removes) the boot script; returns (changed, diff)."""
+    old = None
+    if os.path.isfile(path):
+        with open(path) as handle:
+            old = handle.read()
+    diff = {'before_header': path, 'after_header': path, 'before': old or '', 'after': text or ''}
+    if text is None:
+        if old is not None and not module.check_mode:
+            os.remove(path)
+        return old is not None, diff
+    changed = old != text or os.stat(path).st_mode & 0o777 != 0o755
+    if changed and not module.check_mode:
+        directory = os.path.dirname(path)
+        if directory and not os.path.isdir(directory):
+            os.makedirs(directory, 0o755)
+        tmp = path + '.tmp'
+        with open(tmp, 'w') as handle:
+            handle.write(text)
+        module.atomic_move(tmp, path)
+        # atomic_move gives a new file the umask's mode: the boot unit executes it
+        os.chmod(path, 0o755)
+    return changed, diff
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            config=dict(type='dict'),
+            config_file=dict(type='path'),
+            selected=dict(type='str', required=True),
+            nvidia_smi=dict(type='str', default='nvidia-smi'),
+            boot_script=dict(type='path'),
+        ),
+        mutually_exclusive=[('config', 'config_file')],
+        required_one_of=[('config', 'config_file')],
+        supports_check_mode=True,
+    )
+    p = module.params
+    entries = read_config(module)
+    smi = p['nvidia_smi']
+    if '/' not in smi:
+        smi = module.get_bin_path(smi)
+        if not smi:
+            module.fail_json(msg='nvidia_smi: %s is not on the PATH' % p['nvidia_smi'])
+    node = Node(module, smi)
+
+    xml, tables = node.read()
+    states = gpu_states(xml, tables['lgi'], tables['lci'])
+    where = 'mig-configs.%s' % p['selected']
+    try:
+        desired = expand(entries, states, where)
+    except ConfigError as exc:
+        module.fail_json(msg=str(exc))
+    profiles = dict((normalize_bus_id(g['bus_id']), profiles_for(g['name'], [
+        r for r in tables['lgip'] if r['gpu'] == g['index']] if g['mig_mode'] == 'Enabled' else None))
+        for g in states)
+    result = plan(states, desired, profiles, where)
+    if result['errors']:
+        module.fail_json(msg='; '.join(result['errors']), errors=result['errors'], plan=result['gpus'])
+    for warning in result['warnings']:
+        module.warn(warning)
+    planned = [g for g in result['gpus'] if pending_work(g)]
+    # in the order they run: destroy and mode change on every GPU, then the creations
+    wanted_commands = [argv for create in (False, True) for gpu in planned
+                       for kind, argv in commands_of(smi, gpu) if (kind == 'create') == create]
+
+    pending = []
+    after = gpu_summary(states)
+    if not module.check_mode and planned:
+        pending = apply(module, node, planned)
+        xml, tables = node.read()
+        after = gpu_summary(gpu_states(xml, tables['lgi'], tables['lci']))
+        verify(node, planned, after, pending)
+
+    script_changed, script_diff = False, None
+    if p['boot_script']:
+        text = boot_script([(g['bus_id'], creation_order(g['after']['instances'], profiles.get(normalize_bus_id(
+            g['bus_id'])))) for g in result['gpus'] if g['mode']['wanted'] == 'Enabled'], p['nvidia_smi'], HEADER)
+        script_changed, script_diff = write_script(module, p['boot_script'], text)
+
+    before = gpu_summary(states)
+    if module.check_mode:
+        changed = bool(planned)
+    else:
+        # a mode change asked again while it is still pending changes nothing
+        modes = [(g['mig_mode'], g['mig_mode_pending']) for g in before] != [
+            (g['mig_mode'], g['mig_mode_pending']) for g in after]
+        changed = modes or any('-mig' not in argv for argv in node.done)
+    output = {
+        'changed': bool(changed) or script_changed,
+        'plan': result['gpus'],
+        'pending': pending,
+        'reboot_required': bool(pending),
+        'gpus': after,
+        'commands': node.done if not module.check_mode else wanted_commands,
+    }
+    if module._diff:
+        shown = [dict(g, after=_actual(g, after)) if not module.check_mode else g for g in result['gpus']]
+        output['diff'] = [{'before_header': 'MIG layout', 'after_header': 'MIG layout',
+                           'before': state_text(shown, 'before'), 'after': state_text(shown, 'after')}]
+        if script_diff:
+            output['diff'].append(script_diff)
+    module.exit_json(**output)
+
+
+def _actual(gpu, after):
+    for now in after:
+        if normalize_bus_id(now['bus_id']) == normalize_bus_id(gpu['bus_id']):
+            return {'mig_mode': now['mig_mode'], 'mig_mode_pending': now['mig_mode_pending'],
+                    'instances': now['instances']}
+    return gpu['after']
+
+
+if __name__ == '__main__':
+    main()
