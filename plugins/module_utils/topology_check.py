@@ -370,8 +370,7 @@ CHECKS = (
     Check('mig_mode', 'mig_mode', MODE, '"Enabled" or "Disabled" on every GPU',
           'mig', ('xml',), per_gpu(('xml',), check_mode('mig_mode'))),
     Check('mig_devices', 'mig_devices', MIG_ENTRIES,
-          'the entries of one mig-parted configuration (a `mig-configs.<name>` value): each GPU they match has that '
-          'MIG mode and, with MIG on, exactly those GPU instances by profile, each with its compute instance',
+          'the entries of one mig-parted configuration: the MIG mode and exact GPU instances of each GPU they match',
           'mig', ('xml', 'mig'), check_mig_devices),
     Check('compute_mode', 'compute_mode', STR, 'compute mode on every GPU, e.g. "Default"',
           'mps', ('xml',), per_gpu(('xml',), check_mode('compute_mode'))),

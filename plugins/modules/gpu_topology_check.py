@@ -50,7 +50,7 @@ options:
       - "C(persistence_mode) (Enabled or Disabled): \"Enabled\" or \"Disabled\" on every GPU."
       - "C(ecc_mode) (Enabled or Disabled): \"Enabled\" or \"Disabled\" on every GPU."
       - "C(mig_mode) (Enabled or Disabled): \"Enabled\" or \"Disabled\" on every GPU."
-      - "C(mig_devices) (mig-parted entries): the entries of one mig-parted configuration (a mig-configs.<name> value): each GPU they match has that MIG mode and, with MIG on, exactly those GPU instances by profile, each with its compute instance."
+      - "C(mig_devices) (mig-parted entries): the entries of one mig-parted configuration: the MIG mode and exact GPU instances of each GPU they match."
       - "C(compute_mode) (str): compute mode on every GPU, e.g. \"Default\"."
       - "C(max_ecc_uncorrected) (int): most uncorrectable ECC errors tolerated per GPU (volatile and aggregate)."
       - "C(allow_retired_pages_pending) (bool): whether a GPU may have page retirement pending."
