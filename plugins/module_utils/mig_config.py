@@ -26,6 +26,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_mig import profile_name as _strip_mig
+
 try:
     from ansible.module_utils.six import string_types, integer_types
 except ImportError:  # pragma: no cover
@@ -67,16 +69,8 @@ def profile_name(name):
     """``MIG 1g.10gb`` -> ``1g.10gb``; None when ``name`` is not a GPU-instance profile name."""
     if not isinstance(name, string_types):
         return None
-    text = name.strip()
-    if text[:4].upper() == 'MIG ':
-        text = text[4:].strip()
-    text = text.lower()
+    text = _strip_mig(name).lower()
     return text if _PROFILE_RE.match(text) else None
-
-
-def compute_slices(name):
-    """The ``N`` of ``Ng.xxgb``: the compute slices of a GPU-instance profile."""
-    return int(name.split('g', 1)[0])
 
 
 def _type(value):

@@ -18,8 +18,8 @@ instances are created largest first. MIG disabled: destroy everything, then disa
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gpuops.node.plugins.module_utils.mig_config import compute_slices, normalize_bus_id
-from ansible_collections.gpuops.node.plugins.module_utils.mig_profiles import fits
+from ansible_collections.gpuops.node.plugins.module_utils.mig_config import normalize_bus_id
+from ansible_collections.gpuops.node.plugins.module_utils.mig_profiles import compute_slices, fits
 
 
 def gpu_states(xml_gpus, lgi_rows=None, lci_rows=None):
