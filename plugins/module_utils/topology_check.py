@@ -22,9 +22,8 @@ from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_topo import (
     PCIE_RELATION_RANK, closest_nics, is_gpu)
 from ansible_collections.gpuops.node.plugins.module_utils.rdma_sysfs import RETRANS_COUNTERS, retrans_ratio
 from ansible_collections.gpuops.node.plugins.module_utils.topology_checks import (
-    check_dcgm_health, check_driver_loaded, check_ecc_uncorrected, check_gpu_error, check_gpu_model, check_mig_devices,
-    check_mode,
-    check_nvlink_active_links, check_nvsmi_exit, check_nvsmi_timeout, check_output_unreadable,
+    check_compute_mode, check_dcgm_health, check_driver_loaded, check_ecc_uncorrected, check_gpu_error,
+    check_gpu_model, check_mig_devices, check_mode, check_nvlink_active_links, check_nvsmi_exit, check_nvsmi_timeout, check_output_unreadable,
     check_outputs_disagree, check_pcie_gen, check_pcie_width, check_remapped_rows, check_retired_pages, failure,
     not_checked, per_gpu)
 
@@ -39,6 +38,7 @@ RELATION = 'PCIe relation'
 LINK = 'relation such as NV18'
 PRIO = 'priority 0-7'
 MIG_ENTRIES = 'mig-parted entries'
+PER_GPU_STR = 'str, or GPU index -> str'
 
 
 class Check(object):
@@ -372,8 +372,10 @@ CHECKS = (
     Check('mig_devices', 'mig_devices', MIG_ENTRIES,
           'the entries of one mig-parted configuration: the MIG mode and exact GPU instances of each GPU they match',
           'mig', ('xml', 'mig'), check_mig_devices),
-    Check('compute_mode', 'compute_mode', STR, 'compute mode on every GPU, e.g. "Default"',
-          'mps', ('xml',), per_gpu(('xml',), check_mode('compute_mode'))),
+    Check('compute_mode', 'compute_mode', PER_GPU_STR,
+          'compute mode on every GPU, e.g. "Default"; or per GPU index, "*" for the others, e.g. '
+          '{0: Exclusive_Process, "*": Default}',
+          'mps', ('xml',), per_gpu(('xml',), check_compute_mode)),
     Check('ecc_uncorrected', 'max_ecc_uncorrected', INT,
           'most uncorrectable ECC errors tolerated per GPU (volatile and aggregate)',
           None, ('xml',), per_gpu(('xml',), check_ecc_uncorrected)),
@@ -447,6 +449,15 @@ def _type_error(key, kind, value):
         except ConfigError as exc:
             return 'profile key %s' % exc
         return None
+    if kind == PER_GPU_STR:
+        good_keys = isinstance(value, dict) and len(value) > 0 and all(
+            (isinstance(k, int) and not isinstance(k, bool) and k >= 0)
+            or (isinstance(k, str) and (k.isdigit() or k == '*')) for k in value)
+        values = list(value.values()) if isinstance(value, dict) else [value]
+        if (good_keys or not isinstance(value, dict)) and all(isinstance(v, str) and v != '' for v in values):
+            return None
+        return ('profile key %s must be a compute mode for every GPU, or a mapping of GPU index (or "*" for the '
+                'others) to a compute mode, got %r' % (key, value))
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     good = {
         INT: number and isinstance(value, int) and value >= 0,

@@ -231,6 +231,26 @@ def check_mode(key):
     return run
 
 
+def wanted_for_gpu(wanted, index):
+    """The value a per-GPU key wants of GPU ``index``: ``wanted`` itself when it is one value for every GPU; from a
+    mapping, the GPU's index (a number or its digits) or else ``"*"``; None when the mapping leaves the GPU out."""
+    if not isinstance(wanted, dict):
+        return wanted
+    for key in (index, str(index), '*'):
+        if key in wanted:
+            return wanted[key]
+    return None
+
+
+@_check('compute_mode')
+def check_compute_mode(ctx, gpu, subject, wanted):
+    """``compute_mode``: one mode for every GPU, or per GPU index with ``"*"`` for the others (MPS on some GPUs)."""
+    mode = wanted_for_gpu(wanted, gpu.get('index'))
+    if mode is None:
+        return []
+    return check_mode('compute_mode')(ctx, gpu, subject, mode)
+
+
 def _unreadable(gpu, prefixes):
     return [u for u in gpu.get('unreadable') or [] if u.startswith(prefixes)]
 
