@@ -176,8 +176,17 @@ def plan(values, facts, recorded=None):
     errors = check_values(values)
     gpus = [g for g in (facts or {}).get('gpus') or [] if g.get('index') is not None]
     enabled = bool(values.get('mps_enabled'))
+    # a bare node whose driver this run installs: no GPU answers yet; the values are checked, the sets wait for the
+    # rollout's reboot (the role is applied again after it)
+    waits = (facts or {}).get('driver_loaded') is False
     result = {'enabled': enabled, 'sets': [], 'compute_modes': {}, 'exclusive': [], 'client_env': [],
-              'errors': errors}
+              'errors': errors, 'waits_for_driver': waits}
+    if waits:
+        limit = values.get('mps_pinned_memory_limit')
+        error = parse_pinned_limit(limit)[1] if limit else None
+        if error:
+            errors.append(error)
+        return result
     by_bus = dict((sysfs_pci_address(g.get('pci_bus_id')), g) for g in gpus)
     recorded_gpus = [by_bus[sysfs_pci_address(b)] for b in recorded or [] if sysfs_pci_address(b) in by_bus]
     if enabled:

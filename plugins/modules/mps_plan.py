@@ -93,6 +93,13 @@ sets:
       env_lines: [CUDA_VISIBLE_DEVICES=GPU-27b94a00-ed54-5c24-b1fd-1054085de32a,
                   CUDA_MPS_PIPE_DIRECTORY=/run/nvidia-mps/train, CUDA_MPS_LOG_DIRECTORY=/var/log/nvidia-mps/train,
                   GPUOPS_MPS_GPUS=00000000:07:00.0]
+waits_for_driver:
+  description: >-
+    The facts say the driver is not loaded (a bare node whose driver the rollout installs): only the values are
+    checked; C(sets) and C(compute_modes) are empty, and the role is applied again after the rollout's reboot.
+  returned: always
+  type: bool
+  sample: false
 compute_modes:
   description: The compute mode wanted per PCI bus id, for the GPUs of the sets and those O(recorded) no set has.
   returned: success

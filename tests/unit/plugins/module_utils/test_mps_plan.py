@@ -139,3 +139,28 @@ def test_safe_directories(path):
 @pytest.mark.parametrize('path', ['/tmp', '/tmp/x', '/dev/shm/mps', '/', '/run//mps', '/run/mps/', None])
 def test_unsafe_directories(path):
     assert P.check_directory('mps_pipe_dir', path).startswith('mps_pipe_dir: ')
+
+
+
+def test_driver_not_loaded_checks_the_values_and_waits():
+    """A bare node whose driver the rollout installs: no sets, no modes, the role waits for the reboot."""
+    result = P.plan(_values(mps_gpu_sets=[{'name': 'train', 'devices': [0, 1]}]), {'driver_loaded': False, 'gpus': []})
+    assert result['errors'] == []
+    assert result['waits_for_driver'] is True
+    assert (result['sets'], result['compute_modes']) == ([], {})
+
+
+@pytest.mark.parametrize('changes, variable', [
+    ({'mps_active_thread_percentage': 150}, 'mps_active_thread_percentage'),
+    ({'mps_pinned_memory_limit': 'lots'}, 'mps_pinned_memory_limit'),
+    ({'mps_pipe_dir': '/tmp/mps'}, 'mps_pipe_dir'),
+])
+def test_driver_not_loaded_still_refuses_bad_values(changes, variable):
+    result = P.plan(_values(**changes), {'driver_loaded': False, 'gpus': []})
+    assert result['waits_for_driver'] is True
+    assert [e.split(':')[0] for e in result['errors']] == [variable]
+
+
+def test_a_loaded_driver_does_not_wait():
+    assert P.plan(VALUES, dict(FACTS, driver_loaded=True))['waits_for_driver'] is False
+    assert P.plan(VALUES, FACTS)['waits_for_driver'] is False
