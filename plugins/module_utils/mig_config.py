@@ -36,7 +36,7 @@ except ImportError:  # pragma: no cover
 
 ENTRY_KEYS = ('devices', 'mig-enabled', 'mig-devices', 'device-filter')
 # GPU-instance profile names as nvidia-smi prints them: 1g.10gb, 3g.40gb, 1g.12gb+me, 7g.80gb
-_PROFILE_RE = re.compile(r'^[1-9][0-9]*g\.[0-9]+gb(\+[a-z0-9.]+)*$')
+_PROFILE_RE = re.compile(r"^[1-9][0-9]*g\.[0-9]+gb([+-][a-z0-9.]+)*$")
 # compute-instance profile names: 1c.3g.40gb
 _CI_PROFILE_RE = re.compile(r'^[0-9]+c\.[0-9]+g\.', re.IGNORECASE)
 _BUS_RE = re.compile(r'^(?:([0-9a-fA-F]{4,8}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$')
@@ -50,6 +50,10 @@ class ConfigError(Exception):
         self.path = path
         self.reason = reason
         super(ConfigError, self).__init__('%s: %s' % (path, reason) if path else reason)
+
+
+class UnsupportedProfile(ConfigError):
+    """A compute-instance profile: valid mig-parted, not something this collection applies."""
 
 
 def normalize_bus_id(bus_id):
@@ -141,7 +145,7 @@ def _mig_devices(value, where):
         here = '%s.%s' % (where, key)
         name = profile_name(key)
         if name is None and isinstance(key, string_types) and _CI_PROFILE_RE.match(key.strip().replace('MIG ', '')):
-            raise ConfigError(here, 'compute-instance profiles are not supported: give GPU-instance profiles '
+            raise UnsupportedProfile(here, 'compute-instance profiles are not supported: give GPU-instance profiles '
                                     '(like 3g.40gb), each gets its default compute instance')
         if name is None:
             raise ConfigError(here, 'not a GPU-instance profile name (like 1g.10gb or 3g.40gb)')
@@ -221,7 +225,11 @@ def load(data_or_text):
     for name in sorted(configs, key=str):
         if not isinstance(name, string_types) or not name.strip():
             raise ConfigError('mig-configs', 'configuration names are strings, got %r' % (name,))
-        result[name] = validate_entries(configs[name], 'mig-configs.%s' % name)
+        try:
+            result[name] = validate_entries(configs[name], 'mig-configs.%s' % name)
+        except UnsupportedProfile as exc:
+            # a site's file may hold configurations with compute-instance profiles: refused only when selected
+            result[name] = {'unsupported': {'path': exc.path, 'reason': exc.reason}}
     return {'version': 'v1', 'mig-configs': result}
 
 
@@ -231,7 +239,10 @@ def select(doc, name):
     if name not in configs:
         raise ConfigError('selected', 'no configuration %r in mig-configs; known: %s'
                           % (name, ', '.join(sorted(configs))))
-    return configs[name]
+    found = configs[name]
+    if isinstance(found, dict) and 'unsupported' in found:
+        raise UnsupportedProfile(found['unsupported']['path'], found['unsupported']['reason'])
+    return found
 
 
 def _gpu_bus(gpu):

@@ -96,10 +96,6 @@ def test_load_reads_yaml_text():
      'mig-configs.c[0].devices[1]: 0000:1B:00.0 is listed twice'),
     (_doc([{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'1g.10gb': 8, '1g.99': 1}}]),
      'mig-configs.c[0].mig-devices.1g.99: not a GPU-instance profile name'),
-    (_doc([{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'1c.3g.40gb': 1}}]),
-     'mig-configs.c[0].mig-devices.1c.3g.40gb: compute-instance profiles are not supported'),
-    (_doc([{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'MIG 2c.3g.40gb': 1}}]),
-     'mig-configs.c[0].mig-devices.MIG 2c.3g.40gb: compute-instance profiles are not supported'),
     (_doc([{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'1g.10gb': -1}}]),
      'mig-configs.c[0].mig-devices.1g.10gb: the count must be an integer, 0 or more, got -1'),
     (_doc([{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'1g.10gb': '7'}}]),
@@ -204,3 +200,29 @@ def test_expand_refuses(entries, says):
     with pytest.raises(ConfigError) as exc:
         expand(entries, GPUS, 'mig_config')
     assert str(exc.value).startswith(says), str(exc.value)
+
+
+@pytest.mark.parametrize('key, says', [
+    ('1c.3g.40gb', 'mig-configs.c[0].mig-devices.1c.3g.40gb: compute-instance profiles are not supported'),
+    ('MIG 2c.3g.40gb', 'mig-configs.c[0].mig-devices.MIG 2c.3g.40gb: compute-instance profiles are not supported'),
+])
+def test_compute_instance_profiles_are_refused_when_selected_only(key, says):
+    """A site's file may hold such configurations: it loads, and only selecting one is refused."""
+    doc = load(dict(_doc([{'devices': 'all', 'mig-enabled': True, 'mig-devices': {key: 1}}]),
+                    **{'mig-configs': {'c': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {key: 1}}],
+                                       'all-disabled': [{'devices': 'all', 'mig-enabled': False}]}}))
+    assert select(doc, 'all-disabled') == [{'devices': 'all', 'mig-enabled': False, 'mig-devices': {},
+                                            'device-filter': None}]
+    with pytest.raises(ConfigError) as exc:
+        select(doc, 'c')
+    assert str(exc.value) == says + ': give GPU-instance profiles (like 3g.40gb), each gets its default compute ' \
+        'instance'
+
+
+def test_profile_names_of_nvidia_default_configuration():
+    """The GPU-instance profile names of mig-parted's config-default.yaml (media extensions, graphics, -me)."""
+    names = ['1g.5gb+me', '1g.24gb+gfx', '1g.24gb+me.all', '1g.24gb-me', '2g.48gb-me', '4g.96gb+gfx', '7g.189gb']
+    doc = load(_doc([{'devices': 'all', 'mig-enabled': True, 'mig-devices': dict((n, 1) for n in names)},
+                     {'device-filter': '0x20B710DE', 'devices': 'all', 'mig-enabled': True, 'mig-devices': {}}]))
+    assert sorted(select(doc, 'c')[0]['mig-devices']) == sorted(names)
+    assert select(doc, 'c')[1]['device-filter'] == ['0x20b710de']
