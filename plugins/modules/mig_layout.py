@@ -59,6 +59,14 @@ options:
     description: The nvidia-smi program (a name looked up in E(PATH), or a path).
     type: str
     default: nvidia-smi
+  wait_for_driver:
+    description:
+      - When the driver does not answer (nvidia-smi is not installed yet, or says it cannot communicate with the
+        NVIDIA driver, as on a bare node whose driver the same rollout installs), check the configuration and the selected
+        name only, change nothing and return RV(waits_for_driver) true, instead of failing.
+      - Any other failure to read the GPUs still fails.
+    type: bool
+    default: false
   boot_script:
     description:
       - Path of an executable C(/bin/sh) script (mode 0755) that creates, at boot, the GPU instances of every GPU of
@@ -133,6 +141,13 @@ pending:
   returned: always
   type: list
   elements: str
+waits_for_driver:
+  description: >-
+    O(wait_for_driver) was set and the driver did not answer: the configuration was checked, nothing else was read or
+    changed, and the layout is still to be applied (RV(plan) and RV(gpus) are empty).
+  returned: always
+  type: bool
+  sample: false
 reboot_required:
   description: Some MIG mode change is pending (RV(pending)); its GPU instances are created after the reboot.
   returned: always
@@ -164,6 +179,7 @@ from ansible_collections.gpuops.node.plugins.module_utils.mig_config import (
 from ansible_collections.gpuops.node.plugins.module_utils.mig_plan import (
     boot_script, counts, creation_order, describe, gpu_states, pending_work, plan, state_text)
 from ansible_collections.gpuops.node.plugins.module_utils.mig_profiles import profiles_for
+from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_errors import classify_nvsmi_failure
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_mig import (
     empty_answer, mig_errors, parse_lci, parse_lgi, parse_lgip, parse_mode_change)
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_xml import parse_nvsmi_xml
@@ -355,6 +371,12 @@ def write_script(module, path, text):
     return changed, diff
 
 
+def waits(module, why):
+    """The driver does not answer: the configuration was checked, the layout waits for the driver."""
+    module.exit_json(changed=False, waits_for_driver=True, plan=[], pending=[], reboot_required=False, gpus=[],
+                     commands=[], msg='the driver does not answer (%s): the layout waits for it' % why)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -363,6 +385,7 @@ def main():
             selected=dict(type='str', required=True),
             nvidia_smi=dict(type='str', default='nvidia-smi'),
             boot_script=dict(type='path'),
+            wait_for_driver=dict(type='bool', default=False),
         ),
         mutually_exclusive=[('config', 'config_file')],
         required_one_of=[('config', 'config_file')],
@@ -374,8 +397,15 @@ def main():
     if '/' not in smi:
         smi = module.get_bin_path(smi)
         if not smi:
+            if p['wait_for_driver']:
+                waits(module, '%s is not on the PATH' % p['nvidia_smi'])
             module.fail_json(msg='nvidia_smi: %s is not on the PATH' % p['nvidia_smi'])
     node = Node(module, smi)
+    if p['wait_for_driver']:
+        argv, rc, out, err = node.call(['-L'])
+        failure = classify_nvsmi_failure(rc, out + '\n' + err)
+        if failure and failure['kind'] == 'driver_not_loaded':
+            waits(module, '%s: %s' % (' '.join(argv), (err or out).strip()[:300]))
 
     xml, tables = node.read()
     states = gpu_states(xml, tables['lgi'], tables['lci'])
@@ -424,6 +454,7 @@ def main():
         'plan': result['gpus'],
         'pending': pending,
         'reboot_required': bool(pending),
+        'waits_for_driver': False,
         'gpus': after,
         'commands': node.done if not module.check_mode else wanted_commands,
     }

@@ -50,7 +50,8 @@ def test_the_reported_facts_are_not_variables():
     """set_fact outranks the inventory: a reported fact named like a variable would replace it in later runs."""
     with open(os.path.join(ROLE, 'tasks', 'report.yml')) as handle:
         reported = re.findall(r'^    (mig_[a-z_]+):', handle.read(), re.M)
-    assert sorted(reported) == ['mig_changed', 'mig_layout', 'mig_pending', 'mig_reboot_required']
+    assert sorted(reported) == ['mig_apply_after_reboot', 'mig_changed', 'mig_layout', 'mig_pending',
+                                'mig_reboot_required']
     assert not set(reported) & set(_options())
 
 

@@ -326,3 +326,42 @@ def test_mig_on_a_gpu_without_mig_is_refused(tmp_path, monkeypatch):
     assert p100.changes() == []
     done = run(mig_layout, _args(p100, 'all-disabled'))
     assert not done['changed'] and p100.changes() == []
+
+
+DRIVER_NOT_LOADED = os.path.join(ROOT, 'tests', 'fixtures', 'real', 'nvsmi-errors',
+                                 'couldnt-communicate-debian12-535-no-kernel-module-container.txt')
+
+
+def test_a_driver_that_does_not_answer_makes_the_layout_wait(h100):
+    """A bare node whose driver the rollout installs: the real rc-9 answer; the configuration is still checked."""
+    with open(DRIVER_NOT_LOADED) as handle:
+        h100.inprocess().replace['-L'] = (9, handle.read())
+    done = run(mig_layout, _args(h100, 'half-1g.10gb', wait_for_driver=True))
+    assert done['waits_for_driver'] is True and not done['changed']
+    assert (done['plan'], done['gpus'], h100.changes()) == ([], [], [])
+    assert "couldn't communicate with the NVIDIA driver" in done['msg']
+
+
+def test_without_wait_for_driver_a_silent_driver_fails(h100):
+    with open(DRIVER_NOT_LOADED) as handle:
+        h100.inprocess().replace['-q'] = (9, handle.read())
+    failed = run(mig_layout, _args(h100, 'half-1g.10gb'), expect_fail=True)
+    assert "couldn't communicate with the NVIDIA driver" in failed['msg']
+
+
+def test_waiting_still_refuses_a_bad_selection(h100):
+    failed = run(mig_layout, _args(h100.inprocess(), 'nope', wait_for_driver=True), expect_fail=True)
+    assert failed['msg'].startswith("selected: no configuration 'nope'")
+
+
+def test_nvidia_smi_not_installed_waits_only_when_asked(h100):
+    h100.inprocess()
+    done = run(mig_layout, _args(h100, 'half-1g.10gb', nvidia_smi='nvidia-smi-not-here', wait_for_driver=True))
+    assert done['waits_for_driver'] is True and 'not on the PATH' in done['msg']
+    failed = run(mig_layout, _args(h100, 'half-1g.10gb', nvidia_smi='nvidia-smi-not-here'), expect_fail=True)
+    assert failed['msg'] == 'nvidia_smi: nvidia-smi-not-here is not on the PATH'
+
+
+def test_a_loaded_driver_does_not_wait(h100):
+    done = run(mig_layout, _args(h100.inprocess(), 'half-1g.10gb', wait_for_driver=True))
+    assert done['waits_for_driver'] is False and done['changed']
