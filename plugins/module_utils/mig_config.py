@@ -146,7 +146,7 @@ def _mig_devices(value, where):
         name = profile_name(key)
         if name is None and isinstance(key, string_types) and _CI_PROFILE_RE.match(key.strip().replace('MIG ', '')):
             raise UnsupportedProfile(here, 'compute-instance profiles are not supported: give GPU-instance profiles '
-                                    '(like 3g.40gb), each gets its default compute instance')
+                                           '(like 3g.40gb), each gets its default compute instance')
         if name is None:
             raise ConfigError(here, 'not a GPU-instance profile name (like 1g.10gb or 3g.40gb)')
         if isinstance(count, bool) or not isinstance(count, integer_types) or count < 0:

@@ -373,8 +373,7 @@ CHECKS = (
           'the entries of one mig-parted configuration: the MIG mode and exact GPU instances of each GPU they match',
           'mig', ('xml', 'mig'), check_mig_devices),
     Check('compute_mode', 'compute_mode', PER_GPU_STR,
-          'compute mode on every GPU, e.g. "Default"; or per GPU index, "*" for the others, e.g. '
-          '{0: Exclusive_Process, "*": Default}',
+          'one compute mode for every GPU ("Default"), or one per GPU index, "*" for the others',
           'mps', ('xml',), per_gpu(('xml',), check_compute_mode)),
     Check('ecc_uncorrected', 'max_ecc_uncorrected', INT,
           'most uncorrectable ECC errors tolerated per GPU (volatile and aggregate)',

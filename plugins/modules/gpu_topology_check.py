@@ -51,7 +51,7 @@ options:
       - "C(ecc_mode) (Enabled or Disabled): \"Enabled\" or \"Disabled\" on every GPU."
       - "C(mig_mode) (Enabled or Disabled): \"Enabled\" or \"Disabled\" on every GPU."
       - "C(mig_devices) (mig-parted entries): the entries of one mig-parted configuration: the MIG mode and exact GPU instances of each GPU they match."
-      - "C(compute_mode) (str, or GPU index -> str): compute mode on every GPU, e.g. \"Default\"; or per GPU index, \"*\" for the others, e.g. {0: Exclusive_Process, \"*\": Default}."
+      - "C(compute_mode) (str, or GPU index -> str): one compute mode for every GPU (\"Default\"), or one per GPU index, \"*\" for the others."
       - "C(max_ecc_uncorrected) (int): most uncorrectable ECC errors tolerated per GPU (volatile and aggregate)."
       - "C(allow_retired_pages_pending) (bool): whether a GPU may have page retirement pending."
       - "C(allow_remapped_rows_pending) (bool): whether a GPU may have row remapping pending or failed."

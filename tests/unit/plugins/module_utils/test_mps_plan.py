@@ -141,7 +141,6 @@ def test_unsafe_directories(path):
     assert P.check_directory('mps_pipe_dir', path).startswith('mps_pipe_dir: ')
 
 
-
 def test_driver_not_loaded_checks_the_values_and_waits():
     """A bare node whose driver the rollout installs: no sets, no modes, the role waits for the reboot."""
     result = P.plan(_values(mps_gpu_sets=[{'name': 'train', 'devices': [0, 1]}]), {'driver_loaded': False, 'gpus': []})

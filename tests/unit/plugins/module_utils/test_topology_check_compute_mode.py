@@ -27,8 +27,8 @@ def half_exclusive(tmp_path):
 
 
 def test_one_mode_for_every_gpu(half_exclusive):
-    assert mode_failures(half_exclusive, 'Default') == [('GPU%d' % i, 'Default', 'Exclusive_Process')
-                                                         for i in range(4)]
+    expected = [('GPU%d' % i, 'Default', 'Exclusive_Process') for i in range(4)]
+    assert mode_failures(half_exclusive, 'Default') == expected
 
 
 @pytest.mark.parametrize('wanted', [
