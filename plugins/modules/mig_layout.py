@@ -61,8 +61,9 @@ options:
     default: nvidia-smi
   wait_for_driver:
     description:
-      - When the driver does not answer (nvidia-smi is not installed yet, or says it cannot communicate with the
-        NVIDIA driver, as on a bare node whose driver the same rollout installs), check the configuration and the selected
+      - When the driver does not answer (nvidia-smi is not installed yet, says it cannot communicate with the
+        NVIDIA driver, as on a bare node whose driver the same rollout installs, or reports a driver/library version
+        mismatch, as after a driver upgrade that waits for its reboot), check the configuration and the selected
         name only, change nothing and return RV(waits_for_driver) true, instead of failing.
       - Any other failure to read the GPUs still fails.
     type: bool
@@ -371,6 +372,11 @@ def write_script(module, path, text):
     return changed, diff
 
 
+# nvidia-smi's answers that mean the driver is not (yet) the one this run installs: not loaded (a bare node), or
+# the library newer than the loaded module (a driver upgrade waiting for its reboot), or no library yet
+WAITING_KINDS = ('driver_not_loaded', 'nvml_mismatch', 'nvml_missing')
+
+
 def waits(module, why):
     """The driver does not answer: the configuration was checked, the layout waits for the driver."""
     module.exit_json(changed=False, waits_for_driver=True, plan=[], pending=[], reboot_required=False, gpus=[],
@@ -394,18 +400,23 @@ def main():
     p = module.params
     entries = read_config(module)
     smi = p['nvidia_smi']
+    missing = None
     if '/' not in smi:
         smi = module.get_bin_path(smi)
         if not smi:
-            if p['wait_for_driver']:
-                waits(module, '%s is not on the PATH' % p['nvidia_smi'])
-            module.fail_json(msg='nvidia_smi: %s is not on the PATH' % p['nvidia_smi'])
+            missing = '%s is not on the PATH' % p['nvidia_smi']
+    elif not os.access(smi, os.X_OK):
+        missing = '%s does not exist or is not executable' % smi
+    if missing:
+        if p['wait_for_driver']:
+            waits(module, missing)
+        module.fail_json(msg='nvidia_smi: %s' % missing)
     node = Node(module, smi)
     if p['wait_for_driver']:
         argv, rc, out, err = node.call(['-L'])
         failure = classify_nvsmi_failure(rc, out + '\n' + err)
-        if failure and failure['kind'] == 'driver_not_loaded':
-            waits(module, '%s: %s' % (' '.join(argv), (err or out).strip()[:300]))
+        if failure and failure['kind'] in WAITING_KINDS:
+            waits(module, '%s: %s' % (' '.join(argv), failure['message'][:300]))
 
     xml, tables = node.read()
     states = gpu_states(xml, tables['lgi'], tables['lci'])

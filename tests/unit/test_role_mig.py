@@ -117,13 +117,16 @@ def test_the_running_clients_in_the_order_of_mig_gpu_clients():
 def test_the_boot_unit_orders_before_the_clients_named_without_a_pattern():
     render = _templar()
     assert render('{{ __mig_boot_before }}') == [
-        'nvidia-dcgm-exporter.service', 'nvidia-dcgm.service', 'dcgm-exporter.service',
-        'nvidia-device-plugin.service', 'kubelet.service']
+        'nvidia-dcgm-exporter.service', 'nvidia-dcgm.service', 'dcgm-exporter.service', 'dcgm.service',
+        'nvidia-device-plugin.service']
     unit = _render_unit(render)
     assert 'After=systemd-modules-load.service nvidia-persistenced.service gpuops-sim-driver.service' in unit
     assert 'Before=nvidia-dcgm-exporter.service nvidia-dcgm.service dcgm-exporter.service' in unit
     assert 'ExecStart=/usr/local/libexec/gpuops-mig-layout' in unit
-    assert 'Before=' not in _render_unit(_templar(mig_gpu_clients=['gpuops-mps@*.service']))
+    assert 'Before=containerd.service docker.service' in unit and 'Wants=nvidia-persistenced.service' in unit
+    only_patterns = _render_unit(_templar(mig_gpu_clients=['gpuops-mps@*.service']))
+    assert [line for line in only_patterns.splitlines() if line.startswith('Before=')] == [
+        'Before=containerd.service docker.service']
 
 
 def _render_unit(render):

@@ -365,3 +365,24 @@ def test_nvidia_smi_not_installed_waits_only_when_asked(h100):
 def test_a_loaded_driver_does_not_wait(h100):
     done = run(mig_layout, _args(h100.inprocess(), 'half-1g.10gb', wait_for_driver=True))
     assert done['waits_for_driver'] is False and done['changed']
+
+
+@pytest.mark.parametrize('capture, rc', [
+    ('nvml-driver-library-mismatch-580-with-library-version-line.txt', 18),
+    ('nvml-driver-library-mismatch-470-single-line.txt', 18),
+])
+def test_a_driver_upgrade_waiting_for_its_reboot_makes_the_layout_wait(h100, capture, rc):
+    """The new library, the old module still loaded (real captures): the layout waits for the rollout's reboot."""
+    with open(os.path.join(ROOT, 'tests', 'fixtures', 'real', 'nvsmi-errors', capture)) as handle:
+        h100.inprocess().replace['-L'] = (rc, handle.read())
+    done = run(mig_layout, _args(h100, 'half-1g.10gb', wait_for_driver=True))
+    assert done['waits_for_driver'] is True and 'Driver/library version mismatch' in done['msg']
+    assert h100.changes() == []
+
+
+def test_an_absent_nvidia_smi_path_is_named(h100, tmp_path):
+    absent = str(tmp_path / 'bin' / 'nvidia-smi')
+    failed = run(mig_layout, _args(h100, 'half-1g.10gb', nvidia_smi=absent), expect_fail=True)
+    assert failed['msg'] == 'nvidia_smi: %s does not exist or is not executable' % absent
+    done = run(mig_layout, _args(h100, 'half-1g.10gb', nvidia_smi=absent, wait_for_driver=True))
+    assert done['waits_for_driver'] is True
