@@ -79,7 +79,8 @@ def test_the_unit_runs_the_daemon_from_its_environment_and_stops_it_with_quit():
     lines = dict(line.split('=', 1) for line in unit.splitlines() if re.match(r'^[A-Za-z]+=', line))
     assert lines['Type'] == 'forking'
     assert lines['ExecStart'] == '{{ __mps_control }} -d'
-    assert lines['ExecStop'] == "/bin/sh -c 'echo quit | {{ __mps_control }}'"
+    assert lines['ExecStop'] == ("/bin/sh -c 'echo quit | {{ __mps_control }}; "
+                                 "while kill -0 \"$MAINPID\" 2>/dev/null; do sleep 0.2; done'")
     assert lines['EnvironmentFile'] == '{{ __mps_conf_dir }}/%i.env'
     assert 'ExecStartPre={{ mps_nvidia_smi }} -i ${GPUOPS_MPS_GPUS} -c EXCLUSIVE_PROCESS' in unit
     assert '-m 0770 ${CUDA_MPS_PIPE_DIRECTORY} ${CUDA_MPS_LOG_DIRECTORY}' in unit
