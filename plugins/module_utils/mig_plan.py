@@ -164,6 +164,9 @@ def _gpu_plan(gpu, want, profiles):
         'index': gpu['index'], 'bus_id': gpu['bus_id'], 'name': gpu['name'], 'entry': want['entry'],
         'mode': {'current': mode, 'pending': pending}, 'mode_change': None, 'destroy': [], 'create': [],
         'before': _state(mode, pending, have),
+        # the model's profiles were known when planning; when not (MIG disabled on a model mig_profiles does not
+        # know), mig_layout checks the instances against -lgip once MIG is on, before it creates any
+        'profiles_known': profiles is not None,
     }
     destroy_all = [{'gi': i['gi'], 'name': i['name'], 'cis': [c['id'] for c in i['cis']]} for i in existing]
     if not want['enabled']:
@@ -213,6 +216,23 @@ def plan(gpus_state, desired, profiles_by_gpu, where='entries'):
         _validate(gpu, want, profiles, where, errors, warnings)
         gpus.append(_gpu_plan(gpu, want, profiles))
     return {'errors': errors.messages(), 'warnings': warnings, 'gpus': gpus}
+
+
+def recheck(checked, where='entries'):
+    """Errors of GPUs' wanted instances against their profiles read once MIG is on, for GPUs planned without them
+    (``profiles_known`` false): ``checked`` is ``[(gpu plan entry, profiles from its -lgip or None)]``; the same
+    messages as ``plan``, an error shared by several GPUs said once."""
+    errors = _Errors()
+    for gpu_plan, profiles in checked:
+        gpu = {'index': gpu_plan['index'], 'bus_id': gpu_plan['bus_id'], 'name': gpu_plan['name'],
+               'mig_mode': 'Enabled'}
+        want = {'enabled': True, 'devices': gpu_plan['after']['instances'], 'entry': gpu_plan['entry']}
+        if profiles is None:
+            errors.add('%s[%d]' % (where, gpu_plan['entry']), gpu_plan['name'] or 'unknown model',
+                       'lists no GPU-instance profile (nvidia-smi mig -lgip) although MIG is on', gpu_plan['index'])
+            continue
+        _validate(gpu, want, profiles, where, errors, [])
+    return errors.messages()
 
 
 def pending_work(gpu_plan):

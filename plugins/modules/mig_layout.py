@@ -79,6 +79,10 @@ notes:
   - O(config) and O(config_file) are mutually exclusive; one is required.
   - A MIG mode change resets the GPU; stop the programs that use it first (the C(gpuops.node.mig) role stops the
     GPU clients it knows when a GPU of the check-mode RV(plan) has a C(mode_change) or a C(destroy)).
+  - The layout is checked against each GPU's profiles before any change (C(nvidia-smi mig -lgip) on a GPU in MIG
+    mode, the known profiles of the model on a GPU with MIG off). For a model whose profiles are not known, MIG is
+    enabled first and the layout checked against C(-lgip) before any instance is created; when it does not fit, the
+    MIG mode is set back to Disabled and the module fails naming the profile.
 seealso:
   - name: NVIDIA mig-parted
     description: The configuration format.
@@ -178,7 +182,7 @@ from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseErr
 from ansible_collections.gpuops.node.plugins.module_utils.mig_config import (
     ConfigError, expand, load, normalize_bus_id, select)
 from ansible_collections.gpuops.node.plugins.module_utils.mig_plan import (
-    boot_script, counts, creation_order, describe, gpu_states, pending_work, plan, state_text)
+    boot_script, counts, creation_order, describe, gpu_states, pending_work, plan, recheck, state_text)
 from ansible_collections.gpuops.node.plugins.module_utils.mig_profiles import profiles_for
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_errors import classify_nvsmi_failure
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_mig import (
@@ -288,7 +292,28 @@ def commands_of(smi, gpu):
     return result
 
 
-def apply(module, node, planned):
+def recheck_profiles(node, planned, pending, where):
+    """GPUs planned without knowing their model's profiles (MIG was off): checked against ``-lgip`` now that MIG is
+    on, before anything is created. On an error the MIG modes this run enabled are set back and the module fails."""
+    unknown = [g for g in planned if g['create'] and not g.get('profiles_known', True) and g['bus_id'] not in pending]
+    if not unknown:
+        return
+    rows = node.table('-lgip', parse_lgip)
+    errors = recheck([(gpu, profiles_for(gpu['name'], [r for r in rows if r['gpu'] == gpu['index']] or None))
+                      for gpu in unknown], where)
+    if not errors:
+        return
+    restored = []
+    for gpu in unknown:
+        if gpu['mode_change'] == 'enable':
+            node.change(['-i', gpu['bus_id'], '-mig', '0'])
+            restored.append(gpu['bus_id'])
+    node.fail('%s; nothing was created%s' % ('; '.join(errors), (', MIG mode set back to Disabled on %s'
+                                                                  % ', '.join(restored)) if restored else ''),
+              errors=errors)
+
+
+def apply(module, node, planned, where='entries'):
     """Runs the plan; returns the bus ids left pending and the warnings about them."""
     pending = []
     mode_changed = False
@@ -322,6 +347,7 @@ def apply(module, node, planned):
                 module.warn('GPU %s (%s): MIG mode is %s (pending %s) after nvidia-smi -mig: a GPU reset or a reboot '
                             'applies it; no GPU instance is created on it now' % (
                                 gpu['index'], gpu['bus_id'], now.get('mig_mode'), now.get('mig_mode_pending')))
+    recheck_profiles(node, planned, pending, where)
     for gpu in planned:
         if gpu['bus_id'] in pending:
             continue
@@ -441,7 +467,7 @@ def main():
     pending = []
     after = gpu_summary(states)
     if not module.check_mode and planned:
-        pending = apply(module, node, planned)
+        pending = apply(module, node, planned, where)
         xml, tables = node.read()
         after = gpu_summary(gpu_states(xml, tables['lgi'], tables['lci']))
         verify(node, planned, after, pending)

@@ -386,3 +386,30 @@ def test_an_absent_nvidia_smi_path_is_named(h100, tmp_path):
     assert failed['msg'] == 'nvidia_smi: %s does not exist or is not executable' % absent
     done = run(mig_layout, _args(h100, 'half-1g.10gb', nvidia_smi=absent, wait_for_driver=True))
     assert done['waits_for_driver'] is True
+
+
+@pytest.fixture
+def unknown_model(h100, monkeypatch):
+    """The H100 node as a model whose profiles are not known while MIG is off."""
+    from ansible_collections.gpuops.node.plugins.module_utils import mig_profiles
+    monkeypatch.setattr(mig_profiles, 'KNOWN', {})
+    return h100.inprocess()
+
+
+def test_an_unknown_model_is_checked_once_mig_is_on_before_anything_is_created(unknown_model):
+    config = {'version': 'v1', 'mig-configs': {'bad': [{'devices': [0, 1], 'mig-enabled': True,
+                                                       'mig-devices': {'1g.99gb': 2}}]}}
+    failed = run(mig_layout, {'config': config, 'selected': 'bad', 'nvidia_smi': unknown_model.smi},
+                 expect_fail=True)
+    assert failed['msg'].startswith('mig-configs.bad[0].mig-devices.1g.99gb: GPU 0, 1 (NVIDIA H100 80GB HBM3) has no '
+                                    'GPU-instance profile 1g.99gb; its profiles: 1g.10gb')
+    assert failed['msg'].endswith('; nothing was created, MIG mode set back to Disabled on 00000000:19:00.0, '
+                                  '00000000:3B:00.0')
+    assert [c for c in unknown_model.changes() if '-cgi' in c] == []
+    assert unknown_model.modes()[:2] == [('Disabled', 'Disabled'), ('Disabled', 'Disabled')]
+
+
+def test_an_unknown_model_with_a_good_layout_is_created(unknown_model):
+    done = run(mig_layout, _args(unknown_model, 'half-1g.10gb'))
+    assert done['changed'] and [w for w in get_warning_messages() if 'not known while MIG is disabled' in w]
+    assert _layout(done)[0][1:] == ('Enabled', 'Enabled', {'1g.10gb': 7})
