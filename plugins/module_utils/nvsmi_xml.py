@@ -167,6 +167,9 @@ def _gpu(index, elem):
         'mig_mode': _text(elem, 'mig_mode/current_mig'),
         'mig_mode_pending': _text(elem, 'mig_mode/pending_mig'),
         'mig_devices': len(mig_devices.findall('mig_device')) if mig_devices is not None else 0,
+        # the GPU instance of each MIG device (one per compute instance), as listed
+        'mig_device_gpu_instances': [_int(_text(dev, 'gpu_instance_id'))
+                                     for dev in (mig_devices.findall('mig_device') if mig_devices is not None else [])],
         'compute_mode': _text(elem, 'compute_mode'),
         'performance_state': _text(elem, 'performance_state'),
         'gpu_idle': _yes_no(_first_text(elem, ['clocks_event_reasons/clocks_event_reason_gpu_idle',

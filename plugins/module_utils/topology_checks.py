@@ -382,6 +382,15 @@ def _mig_gpu(ctx, gpu, state, mig):
                         '%s has GPU instances %s, expected %s' % (subject, _instances_text(found),
                                                                   _instances_text(wanted)))]
     devices = gpu.get('mig_devices')
+    per_instance = gpu.get('mig_device_gpu_instances')
+    if per_instance and None not in per_instance:
+        counted = dict((i.get('id'), per_instance.count(i.get('id'))) for i in instances)
+        odd = sorted((gi, n) for gi, n in counted.items() if n != 1)
+        if odd:
+            said = ', '.join('GPU instance %s has %d' % (gi, n) for gi, n in odd)
+            return [failure('mig_devices', subject, 'one compute instance per GPU instance', said,
+                            '%s: %s compute instances (%s MIG devices); each GPU instance needs exactly its one '
+                            'compute instance' % (subject, said, ctx.source('xml')))]
     if devices != len(instances):
         return [failure('mig_devices', subject, '%d MIG devices' % len(instances), '%s MIG devices' % devices,
                         '%s has %d GPU instances but %s lists %s MIG devices: each GPU instance needs its one '

@@ -161,7 +161,7 @@ ansible_facts:
               C(minor_number), C(numa_node) (int or null), C(cpu_affinity) (string as printed, empty when empty),
               C(pcie) (C(gen_current), C(gen_max), C(width_current), C(width_max)), C(nvlink_active) and
               C(nvlink_total) (null without C(nvlink -s) output), C(persistence_mode), C(mig_mode),
-              C(mig_mode_pending), C(mig_devices), C(compute_mode), C(ecc_mode), C(ecc_mode_pending),
+              C(mig_mode_pending), C(mig_devices), C(mig_device_gpu_instances), C(compute_mode), C(ecc_mode), C(ecc_mode_pending),
               C(ecc_uncorrected_volatile), C(ecc_uncorrected_aggregate), C(retired_pages_pending),
               C(remapped_rows_uncorrectable), C(remapped_rows_pending), C(remapping_failure), C(performance_state),
               C(gpu_idle) (the C(gpu_idle) clocks event reason), C(sources) (the outputs that list the GPU, of C(xml),

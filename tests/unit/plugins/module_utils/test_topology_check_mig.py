@@ -119,7 +119,13 @@ def test_no_instances_on_a_gpu_in_mig_mode(node):
 def test_a_gpu_instance_without_its_compute_instance(node):
     node.half()
     node.smi('mig', '-i', '2', '-gi', '7', '-dci')
-    failures = mig_failures(node.facts(), HALF)
+    topo = node.facts()
+    failures = mig_failures(topo, HALF)
+    assert [f[:3] for f in failures] == [('GPU2', 'one compute instance per GPU instance', 'GPU instance 7 has 0')]
+    assert 'each GPU instance needs exactly its one compute instance' in failures[0][3]
+    # facts without the GPU instance of each MIG device (an older bundle): the numbers still tell
+    del topo['gpus'][2]['mig_device_gpu_instances']
+    failures = mig_failures(topo, HALF)
     assert [f[:3] for f in failures] == [('GPU2', '7 MIG devices', '6 MIG devices')]
     assert 'each GPU instance needs its one compute instance' in failures[0][3]
 
@@ -211,3 +217,17 @@ def test_profile_validation(value, error):
         assert errors == []
     else:
         assert len(errors) == 1 and errors[0].startswith(error), errors
+
+
+def test_each_gpu_instance_needs_exactly_its_compute_instance(node):
+    """The XML names the GPU instance of each MIG device: two compute instances on one GPU instance and none on
+    another fail, although the numbers add up."""
+    topo = node.half().facts()
+    gpu3 = topo['gpus'][3]
+    ids = sorted(i['id'] for i in topo['mig']['instances']['3'])
+    assert sorted(gpu3['mig_device_gpu_instances']) == ids
+    assert mig_failures(topo, HALF) == []
+    gpu3['mig_device_gpu_instances'] = [ids[0]] + ids[:-1]
+    (failed,) = mig_failures(topo, HALF)
+    assert failed[:3] == ('GPU3', 'one compute instance per GPU instance',
+                          'GPU instance %d has 2, GPU instance %d has 0' % (ids[0], ids[-1]))
