@@ -1,29 +1,25 @@
 # -*- coding: utf-8 -*-
-"""gpuops.node.dcgm: its argument spec is its defaults, its README documents every variable, every OS vars file has
-the same keys, the defaults pass the policy's validation and pin a DCGM and exporter pair the test repository has,
-and the exporter's counters carry every dcgm-exporter metric the alert rules read."""
+"""gpuops.node.dcgm (its contract with the other roles: test_role_contract.py): the defaults pass the policy's
+validation and pin a DCGM and exporter pair the test repository has, the exporter's counters carry every
+dcgm-exporter metric the alert rules read, and its expressions render as meant through Ansible's templar."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import glob
 import os
 import re
 import sys
 
-import pytest
-import yaml
+from role_files import ROOT, load, options, templar
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
-ROLE = os.path.join(ROOT, 'roles', 'dcgm')
+ROLE = 'dcgm'
 
 
 def _load(*parts):
-    with open(os.path.join(ROLE, *parts)) as handle:
-        return yaml.safe_load(handle)
+    return load(ROLE, *parts)
 
 
 def _options():
-    return _load('meta', 'argument_specs.yml')['argument_specs']['main']['options']
+    return options(ROLE)
 
 
 def _cuda_repo():
@@ -33,38 +29,6 @@ def _cuda_repo():
     finally:
         sys.path.pop(0)
     return build_cuda_repo
-
-
-def test_defaults_are_the_spec_defaults():
-    assert _load('defaults', 'main.yml') == dict((name, opt['default']) for name, opt in _options().items())
-
-
-def test_every_variable_is_public_and_documented_in_the_readme():
-    with open(os.path.join(ROLE, 'README.md')) as handle:
-        readme = handle.read()
-    for name, opt in _options().items():
-        assert re.match(r'dcgm_[a-z0-9_]+\Z', name), name
-        assert opt.get('description') and opt.get('type'), name
-        row = re.search(r'^\| `%s` \| `([^`]*)` \|' % name, readme, re.M)
-        assert row, name
-        assert yaml.safe_load(row.group(1) or '""') == opt['default'], name
-    rows = re.findall(r'^\| `(dcgm_[a-z0-9_]+)` \|', readme, re.M)
-    assert sorted(rows) == sorted(_options()), 'README rows that are not variables'
-
-
-def test_os_vars_have_the_same_keys():
-    files = [f for f in glob.glob(os.path.join(ROLE, 'vars', '*.yml')) if os.path.basename(f) != 'main.yml']
-    keys = None
-    assert len(files) >= 3
-    for path in files:
-        data = _load('vars', os.path.basename(path))
-        assert all(name.startswith('__dcgm_') for name in data), path
-        keys = keys or sorted(data)
-        assert sorted(data) == keys, path
-
-
-def test_private_variables_are_prefixed():
-    assert all(name.startswith('__dcgm_') for name in _load('vars', 'main.yml'))
 
 
 def test_the_default_policy_is_valid_and_the_diag_levels_are_the_modules():
@@ -118,21 +82,7 @@ def test_the_watch_rows_regex_reads_dcgmis_table():
 
 
 def _templar(**extra):
-    """An Ansible templar over the role's defaults and vars/main.yml (what the role's expressions see)."""
-    template = pytest.importorskip('ansible.template')
-    if not hasattr(template, 'trust_as_template'):
-        pytest.skip('ansible-core without trust_as_template')
-    from ansible.parsing.dataloader import DataLoader
-
-    def trusted(value):
-        return template.trust_as_template(value) if isinstance(value, str) else value
-
-    variables = dict(_load('defaults', 'main.yml'))
-    variables.update(_load('vars', 'main.yml'))
-    variables.update(extra)
-    variables = dict((name, trusted(value)) for name, value in variables.items())
-    templar = template.Templar(loader=DataLoader(), variables=variables)
-    return lambda expression: templar.template(template.trust_as_template(expression))
+    return templar(ROLE, **extra)
 
 
 def test_the_watches_read_from_dcgmis_table_and_wanted_from_the_flags():

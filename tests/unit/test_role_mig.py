@@ -1,76 +1,28 @@
 # -*- coding: utf-8 -*-
-"""gpuops.node.mig: its argument spec is its defaults, its README documents every variable, its private names are
-prefixed, the facts it reports are not variables, and its expressions (when to stop the GPU clients, which of them
-run, the boot unit's ordering and whether it is wanted, the variable a refused layout is blamed on) render as meant
-through Ansible's templar; the Molecule scenario's mig-parted file maps onto the simulated node it runs on."""
+"""gpuops.node.mig (its contract with the other roles: test_role_contract.py): the facts it reports, and its
+expressions (when to stop the GPU clients, which of them run, the boot unit's ordering and whether it is wanted, the
+variable a refused layout is blamed on) render as meant through Ansible's templar; the Molecule scenario's mig-parted
+file maps onto the simulated node it runs on."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import os
-import re
 
 import pytest
 import yaml
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
-ROLE = os.path.join(ROOT, 'roles', 'mig')
+from role_files import ROOT, path, reported_facts, templar
+
+ROLE = 'mig'
 
 
-def _load(*parts):
-    with open(os.path.join(ROLE, *parts)) as handle:
-        return yaml.safe_load(handle)
-
-
-def _options():
-    return _load('meta', 'argument_specs.yml')['argument_specs']['main']['options']
-
-
-def test_defaults_are_the_spec_defaults():
-    assert _load('defaults', 'main.yml') == dict((name, opt['default']) for name, opt in _options().items())
-
-
-def test_every_variable_is_public_and_documented_in_the_readme():
-    with open(os.path.join(ROLE, 'README.md')) as handle:
-        readme = handle.read()
-    for name, opt in _options().items():
-        assert re.match(r'mig_[a-z0-9_]+\Z', name), name
-        assert opt.get('description') and opt.get('type'), name
-        row = re.search(r'^\| `%s` \| `([^`]*)` \|' % name, readme, re.M)
-        assert row, name
-        assert yaml.safe_load(row.group(1) or '""') == opt['default'], name
-    rows = re.findall(r'^\| `(mig_[a-z0-9_]+)` \|', readme, re.M)
-    assert sorted(rows) == sorted(_options()), 'README rows that are not variables'
-
-
-def test_private_variables_are_prefixed():
-    assert all(name.startswith('__mig_') for name in _load('vars', 'main.yml'))
-
-
-def test_the_reported_facts_are_not_variables():
-    """set_fact outranks the inventory: a reported fact named like a variable would replace it in later runs."""
-    with open(os.path.join(ROLE, 'tasks', 'report.yml')) as handle:
-        reported = re.findall(r'^    (mig_[a-z_]+):', handle.read(), re.M)
-    assert sorted(reported) == ['mig_apply_after_reboot', 'mig_changed', 'mig_layout', 'mig_pending',
-                                'mig_reboot_required']
-    assert not set(reported) & set(_options())
+def test_the_reported_facts():
+    assert sorted(reported_facts(ROLE)) == ['mig_apply_after_reboot', 'mig_changed', 'mig_layout', 'mig_pending',
+                                            'mig_reboot_required']
 
 
 def _templar(**extra):
-    """An Ansible templar over the role's defaults and vars/main.yml (what the role's expressions see)."""
-    template = pytest.importorskip('ansible.template')
-    if not hasattr(template, 'trust_as_template'):
-        pytest.skip('ansible-core without trust_as_template')
-    from ansible.parsing.dataloader import DataLoader
-
-    def trusted(value):
-        return template.trust_as_template(value) if isinstance(value, str) else value
-
-    variables = dict(_load('defaults', 'main.yml'))
-    variables.update(_load('vars', 'main.yml'))
-    variables.update(extra)
-    variables = dict((name, trusted(value)) for name, value in variables.items())
-    templar = template.Templar(loader=DataLoader(), variables=variables)
-    return lambda expression: templar.template(template.trust_as_template(expression))
+    return templar(ROLE, **extra)
 
 
 def _gpu(index, mode_change=None, destroy=(), create=(), after=None):
@@ -130,7 +82,7 @@ def test_the_boot_unit_orders_before_the_clients_named_without_a_pattern():
 
 
 def _render_unit(render):
-    with open(os.path.join(ROLE, 'templates', 'gpuops-mig-layout.service.j2')) as handle:
+    with open(path(ROLE, 'templates', 'gpuops-mig-layout.service.j2')) as handle:
         text = handle.read()
     # the first line needs ansible_managed, which only a play sets
     return render(text.split('\n', 1)[1].replace('{{ mig_selected }}', 'half-1g.10gb'))
