@@ -27,14 +27,18 @@ description:
     profiles known for the model while MIG is still disabled), counts that do not fit, MIG on GPUs without MIG,
     compute-instance profiles, an unknown O(selected) and indexes or bus ids not on the node. Every message
     starts with the path of the bad part (C(mig-configs.half-1g.10gb[0].mig-devices.1g.99gb)).
-  - Applies per GPU C(nvidia-smi mig -i <bus> -gi <ids> -dci), C(-dgi), C(nvidia-smi -i <bus> -mig 1|0), and,
-    only once the mode is current, C(nvidia-smi mig -i <bus> -cgi <profiles> -C); then reads the instances back
-    and fails when they differ from the wanted ones.
+  - Applies the plan GPU by GPU, as mig-parted does, each GPU completely before the next one is touched;
+    C(nvidia-smi mig -i <bus> -gi <ids> -dci), C(-dgi), C(nvidia-smi -i <bus> -mig 1|0), the GPU's mode read
+    again (C(nvidia-smi --query-gpu=pci.bus_id,mig.mode.current,mig.mode.pending -i <bus>)) and, only once the
+    mode is current, C(nvidia-smi mig -i <bus> -cgi <profiles> -C); then reads the instances back and fails when
+    they differ from the wanted ones.
   - A mode change nvidia-smi leaves pending (the GPU is in use, or its reset needs a reboot) creates nothing on
     that GPU; the GPU is in RV(pending), RV(reboot_required) is true and a warning quotes nvidia-smi. Failures of
     nvidia-smi (C(Insufficient Resources), C(In use by another client)) fail the module with the command and
-    nvidia-smi's lines verbatim, and the commands that had run before.
-  - GPU instances do not survive a reboot; O(boot_script) writes a script that creates them again at boot.
+    nvidia-smi's lines verbatim, and the commands that had run before. It stops at the first GPU that fails; the
+    GPUs before it are complete, the GPUs after it untouched.
+  - GPU instances do not survive a reboot; O(boot_script) writes a script that creates them again at boot. It is
+    written before any change, so a run that fails on a GPU still leaves the script of the wanted layout.
 author:
   - gpuops.node maintainers (@gpuops)
 attributes:
@@ -73,6 +77,8 @@ options:
       - Path of an executable C(/bin/sh) script (mode 0755) that creates, at boot, the GPU instances of every GPU of
         the configuration with MIG enabled and instances wanted, on each GPU that has none
         (C(nvidia-smi mig -i <bus> -cgi <profiles> -C)), and exits non-zero naming the GPU when that fails.
+      - Written (or removed) before the layout is applied, so that it is there even when applying fails; a layout
+        refused once MIG is on (a model whose profiles were not known) puts the previous script back.
       - Removed when the configuration creates no instance. Unset writes none.
     type: path
 notes:
@@ -81,8 +87,9 @@ notes:
     GPU clients it knows when a GPU of the check-mode RV(plan) has a C(mode_change) or a C(destroy)).
   - The layout is checked against each GPU's profiles before any change (C(nvidia-smi mig -lgip) on a GPU in MIG
     mode, the known profiles of the model on a GPU with MIG off). For a model whose profiles are not known, MIG is
-    enabled first and the layout checked against C(-lgip) before any instance is created; when it does not fit, the
-    MIG mode is set back to Disabled and the module fails naming the profile.
+    enabled first and the layout checked against C(-lgip) before any instance is created on that GPU; when it does
+    not fit, the GPU's MIG mode is set back to Disabled and the module fails naming the profile (the GPUs before it
+    are done, the GPUs after it untouched).
 seealso:
   - name: NVIDIA mig-parted
     description: The configuration format.
@@ -165,12 +172,15 @@ gpus:
   sample: [{index: 0, bus_id: "00000000:19:00.0", name: NVIDIA H100 80GB HBM3, mig_mode: Enabled,
             mig_mode_pending: Enabled, instances: {1g.10gb: 7}}]
 commands:
-  description: The nvidia-smi command lines that changed something (or would, in check mode), each a list.
+  description:
+    - The nvidia-smi command lines that changed something (or would, in check mode), each a list, in the order they
+      ran (would run), GPU by GPU, each GPU's destroys, mode change and creation.
   returned: always
   type: list
   elements: list
   sample: [[nvidia-smi, -i, "00000000:19:00.0", -mig, "1"], [nvidia-smi, mig, -i, "00000000:19:00.0", -cgi,
-            "1g.10gb,1g.10gb", -C]]
+            "1g.10gb,1g.10gb", -C], [nvidia-smi, -i, "00000000:3B:00.0", -mig, "1"], [nvidia-smi, mig, -i,
+            "00000000:3B:00.0", -cgi, "1g.10gb,1g.10gb", -C]]
 '''
 
 import os
@@ -200,6 +210,8 @@ class Node(object):
         self.module = module
         self.smi = nvidia_smi
         self.done = []
+        # the boot script was changed before the layout is applied
+        self.script_changed = False
 
     def call(self, args):
         argv = [self.smi] + list(args)
@@ -207,7 +219,7 @@ class Node(object):
         return argv, rc, to_text(out), to_text(err)
 
     def fail(self, msg, **extra):
-        self.module.fail_json(msg=msg, changed=bool(self.done), commands=self.done, **extra)
+        self.module.fail_json(msg=msg, changed=bool(self.done) or self.script_changed, commands=self.done, **extra)
 
     def change(self, args):
         argv, rc, out, err = self.call(args)
@@ -229,6 +241,18 @@ class Node(object):
             return parse_nvsmi_xml(out)['gpus']
         except ParseError as exc:
             self.fail('%s: %s' % (' '.join(argv), exc))
+
+    def mode(self, bus):
+        """The (current, pending) MIG mode of one GPU."""
+        argv, rc, out, err = self.call(['--query-gpu=pci.bus_id,mig.mode.current,mig.mode.pending',
+                                        '--format=csv,noheader', '-i', bus])
+        if rc != 0:
+            self.fail('%s failed (exit %d): %s' % (' '.join(argv), rc, (err or out).strip()[:800]))
+        for line in out.splitlines():
+            fields = [f.strip() for f in line.split(',')]
+            if len(fields) == 3 and normalize_bus_id(fields[0]) == normalize_bus_id(bus):
+                return fields[1], fields[2]
+        self.fail('%s: no line for GPU %s in its answer: %s' % (' '.join(argv), bus, out.strip()[:800]))
 
     def table(self, option, parser):
         argv, rc, out, err = self.call(['mig', option])
@@ -292,70 +316,66 @@ def commands_of(smi, gpu):
     return result
 
 
-def recheck_profiles(node, planned, pending, where):
-    """GPUs planned without knowing their model's profiles (MIG was off): checked against ``-lgip`` now that MIG is
-    on, before anything is created. On an error the MIG modes this run enabled are set back and the module fails."""
-    unknown = [g for g in planned if g['create'] and not g.get('profiles_known', True) and g['bus_id'] not in pending]
-    if not unknown:
+def recheck_profiles(node, gpu, where, restore_script):
+    """A GPU planned without knowing its model's profiles (MIG was off): checked against ``-lgip`` now that its MIG
+    mode is on, before anything is created on it. On an error the MIG mode this run enabled is set back, the boot
+    script put back as it was, and the module fails."""
+    if gpu.get('profiles_known', True):
         return
     rows = node.table('-lgip', parse_lgip)
-    errors = recheck([(gpu, profiles_for(gpu['name'], [r for r in rows if r['gpu'] == gpu['index']] or None))
-                      for gpu in unknown], where)
+    errors = recheck([(gpu, profiles_for(gpu['name'], [r for r in rows if r['gpu'] == gpu['index']] or None))],
+                     where)
     if not errors:
         return
-    restored = []
-    for gpu in unknown:
-        if gpu['mode_change'] == 'enable':
-            node.change(['-i', gpu['bus_id'], '-mig', '0'])
-            restored.append(gpu['bus_id'])
-    node.fail('%s; nothing was created%s' % ('; '.join(errors), (', MIG mode set back to Disabled on %s'
-                                                                  % ', '.join(restored)) if restored else ''),
-              errors=errors)
+    done = list(node.done)
+    restored = ''
+    if gpu['mode_change'] == 'enable':
+        node.change(['-i', gpu['bus_id'], '-mig', '0'])
+        restored = ', its MIG mode set back to Disabled'
+    restore_script()
+    node.fail('%s; nothing was created on GPU %s (%s)%s%s' % (
+        '; '.join(errors), gpu['index'], gpu['bus_id'], restored,
+        '; run before: %s' % '; '.join(' '.join(a) for a in done) if done else ''), errors=errors)
 
 
-def apply(module, node, planned, where='entries'):
-    """Runs the plan; returns the bus ids left pending and the warnings about them."""
+def change_mode(module, node, gpu, argv):
+    """Runs one GPU's mode change and reads its mode back; returns whether the change stays pending."""
+    argv, rc, out, err = node.change(argv)
+    results = [r for r in parse_mode_change(out + '\n' + err)
+               if normalize_bus_id(r['bus_id']) == normalize_bus_id(gpu['bus_id'])]
+    kinds = set(r['result'] for r in results)
+    if 'pending' in kinds:
+        module.warn('GPU %s (%s): MIG mode stays pending %s until the GPU is reset or the node reboots; '
+                    'no GPU instance is created on it now. nvidia-smi: %s' % (
+                        gpu['index'], gpu['bus_id'], gpu['mode_change'],
+                        ' '.join(r['message'] for r in results if r['result'] == 'pending')))
+        return True
+    if rc != 0 or kinds - set(['enabled', 'disabled']) or not kinds:
+        node.failed(argv, rc, out, err)
+    current, pending = node.mode(gpu['bus_id'])
+    if current != gpu['mode']['wanted']:
+        module.warn('GPU %s (%s): MIG mode is %s (pending %s) after nvidia-smi -mig: a GPU reset or a reboot '
+                    'applies it; no GPU instance is created on it now' % (gpu['index'], gpu['bus_id'], current, pending))
+        return True
+    return False
+
+
+def apply(module, node, planned, where='entries', restore_script=lambda: None):
+    """Runs the plan GPU by GPU, each one complete (destroy, mode change, its mode read back, profiles checked when
+    they were not known, create) before the next; the first failure stops it. Returns the bus ids left pending."""
     pending = []
-    mode_changed = False
     for gpu in planned:
         for kind, argv in commands_of(node.smi, gpu):
-            if kind == 'create':
+            if kind == 'mode':
+                if change_mode(module, node, gpu, argv[1:]):
+                    pending.append(gpu['bus_id'])
+                    break
                 continue
+            if kind == 'create':
+                recheck_profiles(node, gpu, where, restore_script)
             argv, rc, out, err = node.change(argv[1:])
-            if kind == 'destroy':
-                if rc != 0:
-                    node.failed(argv, rc, out, err)
-                continue
-            mode_changed = True
-            results = [r for r in parse_mode_change(out + '\n' + err)
-                       if normalize_bus_id(r['bus_id']) == normalize_bus_id(gpu['bus_id'])]
-            kinds = set(r['result'] for r in results)
-            if 'pending' in kinds:
-                pending.append(gpu['bus_id'])
-                module.warn('GPU %s (%s): MIG mode stays pending %s until the GPU is reset or the node reboots; '
-                            'no GPU instance is created on it now. nvidia-smi: %s' % (
-                                gpu['index'], gpu['bus_id'], gpu['mode_change'],
-                                ' '.join(r['message'] for r in results if r['result'] == 'pending')))
-            elif rc != 0 or kinds - set(['enabled', 'disabled']) or not kinds:
+            if rc != 0:
                 node.failed(argv, rc, out, err)
-    if mode_changed:
-        modes = dict((normalize_bus_id(g['pci_bus_id']), g) for g in node.xml_gpus())
-        for gpu in planned:
-            now = modes.get(normalize_bus_id(gpu['bus_id'])) or {}
-            if now.get('mig_mode') != gpu['mode']['wanted'] and gpu['bus_id'] not in pending:
-                pending.append(gpu['bus_id'])
-                module.warn('GPU %s (%s): MIG mode is %s (pending %s) after nvidia-smi -mig: a GPU reset or a reboot '
-                            'applies it; no GPU instance is created on it now' % (
-                                gpu['index'], gpu['bus_id'], now.get('mig_mode'), now.get('mig_mode_pending')))
-    recheck_profiles(node, planned, pending, where)
-    for gpu in planned:
-        if gpu['bus_id'] in pending:
-            continue
-        for kind, argv in commands_of(node.smi, gpu):
-            if kind == 'create':
-                argv, rc, out, err = node.change(argv[1:])
-                if rc != 0:
-                    node.failed(argv, rc, out, err)
     return pending
 
 
@@ -460,23 +480,31 @@ def main():
     for warning in result['warnings']:
         module.warn(warning)
     planned = [g for g in result['gpus'] if pending_work(g)]
-    # in the order they run: destroy and mode change on every GPU, then the creations
-    wanted_commands = [argv for create in (False, True) for gpu in planned
-                       for kind, argv in commands_of(smi, gpu) if (kind == 'create') == create]
+    # in the order they run: GPU by GPU, its destroys, mode change and creation
+    wanted_commands = [argv for gpu in planned for kind, argv in commands_of(smi, gpu)]
+
+    # the boot script describes the wanted layout: written before applying it, so that a failure on some GPU
+    # still leaves it (the GPUs applied before the failure need it at the next boot)
+    script_changed, script_diff, restore_script = False, None, lambda: None
+    if p['boot_script']:
+        text = boot_script([(g['bus_id'], creation_order(g['after']['instances'], profiles.get(normalize_bus_id(
+            g['bus_id'])))) for g in result['gpus'] if g['mode']['wanted'] == 'Enabled'], p['nvidia_smi'], HEADER)
+        existed = os.path.isfile(p['boot_script'])
+        script_changed, script_diff = write_script(module, p['boot_script'], text)
+        node.script_changed = script_changed
+        if script_changed:
+            def restore_script():
+                # a layout refused once MIG is on: the script of the previous layout stays
+                write_script(module, p['boot_script'], script_diff['before'] if existed else None)
+                node.script_changed = False
 
     pending = []
     after = gpu_summary(states)
     if not module.check_mode and planned:
-        pending = apply(module, node, planned, where)
+        pending = apply(module, node, planned, where, restore_script)
         xml, tables = node.read()
         after = gpu_summary(gpu_states(xml, tables['lgi'], tables['lci']))
         verify(node, planned, after, pending)
-
-    script_changed, script_diff = False, None
-    if p['boot_script']:
-        text = boot_script([(g['bus_id'], creation_order(g['after']['instances'], profiles.get(normalize_bus_id(
-            g['bus_id'])))) for g in result['gpus'] if g['mode']['wanted'] == 'Enabled'], p['nvidia_smi'], HEADER)
-        script_changed, script_diff = write_script(module, p['boot_script'], text)
 
     before = gpu_summary(states)
     if module.check_mode:

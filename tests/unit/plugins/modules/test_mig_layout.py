@@ -72,13 +72,14 @@ class Sim(object):
 
     def inprocess(self):
         """run_command answers from the simulator in-process; ``replace[option]`` = (rc, text) overrides the
-        answer of the first command with that option (a real capture of a failure)."""
+        answer of the first command with that option (a real capture of a failure); ``option`` may be a tuple,
+        the arguments that command has all of (``('-dgi', bus)``)."""
         sim = self
 
         def run_command(module, args, **kwargs):
             sim.calls.append(list(args))
             for option, answer in list(sim.replace.items()):
-                if option in args:
+                if all(o in args for o in (option if isinstance(option, tuple) else (option,))):
                     del sim.replace[option]
                     return answer[0], answer[1], ''
             result = sim.nvsmi(*args[1:])
@@ -117,8 +118,9 @@ def test_h100_node_to_the_mixed_layout_and_back(h100, tmp_path):
     assert not os.path.exists(script)
     assert [(g['index'], g['mode_change'], g['create']) for g in planned['plan']] == \
         [(i, 'enable', ['1g.10gb'] * 7) for i in range(4)] + [(i, None, []) for i in range(4, 8)]
-    assert planned['commands'] == [[h100.smi, '-i', bus, '-mig', '1'] for bus in H100_BUS[:4]] + [
-        [h100.smi, 'mig', '-i', bus, '-cgi', SEVEN, '-C'] for bus in H100_BUS[:4]]
+    # GPU by GPU, as they run
+    assert planned['commands'] == [argv for bus in H100_BUS[:4] for argv in (
+        [h100.smi, '-i', bus, '-mig', '1'], [h100.smi, 'mig', '-i', bus, '-cgi', SEVEN, '-C'])]
     assert planned['diff'][0]['before'].startswith(
         'GPU 0 00000000:19:00.0 (NVIDIA H100 80GB HBM3):\n  mig_mode: Disabled\n  mig_mode_pending: Disabled\n'
         '  instances: none\n')
@@ -234,10 +236,11 @@ def test_nvidia_smi_failures_are_reported_verbatim(h100, capture):
     failed = run(mig_layout, _args(h100, 'all-1g.10gb'), expect_fail=True)
     argv = '%s mig -i %s -cgi %s -C' % (h100.smi, H100_BUS[0], SEVEN)
     assert failed['msg'].startswith('%s failed (exit 255): %s' % (argv, text.strip()))
-    assert failed['msg'].endswith('; run before it: ' + '; '.join(
-        '%s -i %s -mig 1' % (h100.smi, bus) for bus in H100_BUS))
+    assert failed['msg'].endswith('; run before it: %s -i %s -mig 1' % (h100.smi, H100_BUS[0]))
     assert failed['nvidia_smi'] == text.strip().splitlines()
-    assert failed['changed'] and len(failed['commands']) == 9
+    # the first GPU failed: the others are untouched
+    assert failed['changed'] and len(failed['commands']) == 2
+    assert h100.modes() == [('Enabled', 'Enabled')] + [('Disabled', 'Disabled')] * 7
 
 
 def test_a_failed_destroy_stops_before_the_mode_change(h100):
@@ -249,6 +252,74 @@ def test_a_failed_destroy_stops_before_the_mode_change(h100):
     failed = run(mig_layout, _args(h100, 'all-disabled'), expect_fail=True)
     assert 'In use by another client\nFailed to destroy compute instances: In use by another client' in failed['msg']
     assert [c[1:] for c in h100.changes()] == [['mig', '-i', H100_BUS[0], '-gi', '2', '-dci']]
+
+
+def _instances(sim, bus):
+    """GPU-instance profile names of one GPU, as nvidia-smi mig -lgi lists them."""
+    from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_mig import parse_lgi
+    result = sim.nvsmi('mig', '-i', bus, '-lgi')
+    return sorted(r['name'] for r in parse_lgi(result.out)) if result.rc == 0 else []
+
+
+def test_a_failed_destroy_on_the_second_gpu_leaves_the_first_complete_and_the_others_untouched(h100, tmp_path):
+    """GPU by GPU, as mig-parted: GPU 0 got its new instances before GPU 1 failed, GPUs 2-7 keep theirs."""
+    for bus in H100_BUS:
+        h100.nvsmi('-i', bus, '-mig', '1')
+        h100.nvsmi('mig', '-i', bus, '-cgi', '3g.40gb,3g.40gb', '-C')
+    script = str(tmp_path / 'gpuops-mig-layout')
+    h100.inprocess().replace[('-dgi', H100_BUS[1])] = (
+        255, 'Unable to destroy GPU instance ID  1 from GPU  1: In use by another client\n'
+             'Failed to destroy GPU instances: In use by another client\n')
+    failed = run(mig_layout, _args(h100, 'all-1g.10gb', boot_script=script), expect_fail=True)
+    changes = h100.changes()
+    assert [(c[3], c[-1]) for c in changes] == [(H100_BUS[0], '-dci'), (H100_BUS[0], '-dgi'), (H100_BUS[0], '-C'),
+                                                (H100_BUS[1], '-dci'), (H100_BUS[1], '-dgi')]
+    assert failed['msg'] == ('%s failed (exit 255): Unable to destroy GPU instance ID  1 from GPU  1: In use by '
+                             'another client\nFailed to destroy GPU instances: In use by another client; run before '
+                             'it: %s' % (' '.join(changes[-1]), '; '.join(' '.join(c) for c in changes[:-1])))
+    assert failed['nvidia_smi'] == ['Unable to destroy GPU instance ID  1 from GPU  1: In use by another client',
+                                    'Failed to destroy GPU instances: In use by another client']
+    assert failed['changed'] and failed['commands'] == changes
+    assert _instances(h100, H100_BUS[0]) == ['1g.10gb'] * 7
+    assert _instances(h100, H100_BUS[1]) == ['3g.40gb'] * 2
+    assert all(_instances(h100, bus) == ['3g.40gb'] * 2 for bus in H100_BUS[2:])
+    assert h100.nvsmi('mig', '-i', H100_BUS[2], '-lci').rc == 0     # their compute instances too
+    # the boot script of the wanted layout is there, for every GPU
+    with open(script) as handle:
+        text = handle.read()
+    assert text.endswith(''.join('create_instances %s %s || status=1\n' % (bus, SEVEN) for bus in H100_BUS)
+                         + 'exit $status\n')
+
+
+def test_a_failed_creation_on_the_second_gpu_stops_there_and_the_boot_script_is_written(h100, tmp_path):
+    script = str(tmp_path / 'libexec' / 'gpuops-mig-layout')
+    text = real_text('mig/gh200-cgi-C-ERROR-insufficient-resources.txt')
+    h100.inprocess().replace[('-cgi', H100_BUS[1])] = (255, text)
+    failed = run(mig_layout, _args(h100, 'all-1g.10gb', boot_script=script), expect_fail=True)
+    smi = h100.smi
+    assert failed['msg'] == '%s mig -i %s -cgi %s -C failed (exit 255): %s; run before it: %s' % (
+        smi, H100_BUS[1], SEVEN, text.strip(), '; '.join([
+            '%s -i %s -mig 1' % (smi, H100_BUS[0]), '%s mig -i %s -cgi %s -C' % (smi, H100_BUS[0], SEVEN),
+            '%s -i %s -mig 1' % (smi, H100_BUS[1])]))
+    assert h100.modes() == [('Enabled', 'Enabled')] * 2 + [('Disabled', 'Disabled')] * 6
+    assert _instances(h100, H100_BUS[0]) == ['1g.10gb'] * 7 and _instances(h100, H100_BUS[1]) == []
+    # each mode change read back on its own GPU
+    assert [c[-1] for c in h100.calls if c[1].startswith('--query-gpu')] == H100_BUS[:2]
+    assert stat.S_IMODE(os.stat(script).st_mode) == 0o755
+    with open(script) as handle:
+        assert 'create_instances %s %s || status=1\n' % (H100_BUS[7], SEVEN) in handle.read()
+
+
+def test_a_mode_change_that_does_not_take_leaves_its_gpu_pending_and_the_next_gpus_are_done(h100):
+    """nvidia-smi says enabled, the GPU reads back Disabled: nothing is created on it; the others go on."""
+    h100.inprocess().replace[('-mig', H100_BUS[1])] = (0, 'Enabled MIG Mode for GPU %s\nAll done.\n' % H100_BUS[1])
+    done = run(mig_layout, _args(h100, 'half-1g.10gb'))
+    assert done['pending'] == [H100_BUS[1]] and done['reboot_required']
+    assert _layout(done)[:4] == [(0, 'Enabled', 'Enabled', {'1g.10gb': 7}), (1, 'Disabled', 'Disabled', {})] + [
+        (i, 'Enabled', 'Enabled', {'1g.10gb': 7}) for i in (2, 3)]
+    assert not [c for c in h100.changes() if '-cgi' in c and H100_BUS[1] in c]
+    assert any(w.startswith('GPU 1 (%s): MIG mode is Disabled (pending Disabled) after nvidia-smi -mig' % H100_BUS[1])
+               for w in get_warning_messages())
 
 
 BAD = [
@@ -396,17 +467,23 @@ def unknown_model(h100, monkeypatch):
     return h100.inprocess()
 
 
-def test_an_unknown_model_is_checked_once_mig_is_on_before_anything_is_created(unknown_model):
+def test_an_unknown_model_is_checked_once_mig_is_on_before_anything_is_created(unknown_model, tmp_path):
     config = {'version': 'v1', 'mig-configs': {'bad': [{'devices': [0, 1], 'mig-enabled': True,
                                                        'mig-devices': {'1g.99gb': 2}}]}}
-    failed = run(mig_layout, {'config': config, 'selected': 'bad', 'nvidia_smi': unknown_model.smi},
-                 expect_fail=True)
-    assert failed['msg'].startswith('mig-configs.bad[0].mig-devices.1g.99gb: GPU 0, 1 (NVIDIA H100 80GB HBM3) has no '
+    script = tmp_path / 'gpuops-mig-layout'
+    script.write_text(u'#!/bin/sh\n# the previous layout\n')
+    failed = run(mig_layout, {'config': config, 'selected': 'bad', 'nvidia_smi': unknown_model.smi,
+                              'boot_script': str(script)}, expect_fail=True)
+    assert failed['msg'].startswith('mig-configs.bad[0].mig-devices.1g.99gb: GPU 0 (NVIDIA H100 80GB HBM3) has no '
                                     'GPU-instance profile 1g.99gb; its profiles: 1g.10gb')
-    assert failed['msg'].endswith('; nothing was created, MIG mode set back to Disabled on 00000000:19:00.0, '
-                                  '00000000:3B:00.0')
-    assert [c for c in unknown_model.changes() if '-cgi' in c] == []
+    assert failed['msg'].endswith('; nothing was created on GPU 0 (00000000:19:00.0), its MIG mode set back to '
+                                  'Disabled; run before: %s -i 00000000:19:00.0 -mig 1' % unknown_model.smi)
+    # checked on GPU 0 before its creation; GPU 1 is never touched
+    assert [c[1:] for c in unknown_model.changes()] == [['-i', H100_BUS[0], '-mig', '1'],
+                                                        ['-i', H100_BUS[0], '-mig', '0']]
     assert unknown_model.modes()[:2] == [('Disabled', 'Disabled'), ('Disabled', 'Disabled')]
+    # a refused layout leaves the boot script of the previous one
+    assert script.read_text() == u'#!/bin/sh\n# the previous layout\n'
 
 
 def test_an_unknown_model_with_a_good_layout_is_created(unknown_model):
