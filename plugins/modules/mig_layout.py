@@ -423,6 +423,10 @@ def write_script(module, path, text):
 WAITING_KINDS = ('driver_not_loaded', 'nvml_mismatch', 'nvml_missing')
 
 
+def _nothing():
+    """No boot script to put back."""
+
+
 def waits(module, why):
     """The driver does not answer: the configuration was checked, the layout waits for the driver."""
     module.exit_json(changed=False, waits_for_driver=True, plan=[], pending=[], reboot_required=False, gpus=[],
@@ -485,7 +489,7 @@ def main():
 
     # the boot script describes the wanted layout: written before applying it, so that a failure on some GPU
     # still leaves it (the GPUs applied before the failure need it at the next boot)
-    script_changed, script_diff, restore_script = False, None, lambda: None
+    script_changed, script_diff, restore_script = False, None, _nothing
     if p['boot_script']:
         text = boot_script([(g['bus_id'], creation_order(g['after']['instances'], profiles.get(normalize_bus_id(
             g['bus_id'])))) for g in result['gpus'] if g['mode']['wanted'] == 'Enabled'], p['nvidia_smi'], HEADER)
