@@ -14,10 +14,9 @@ decides whether the node is healthy: the ``dcgm_health`` check does, and it neve
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import os
-
 from ansible_collections.gpuops.node.plugins.module_utils.dcgm_health import HealthParseError, parse_health_check
 from ansible_collections.gpuops.node.plugins.module_utils.rawtext import decode
+from ansible_collections.gpuops.node.plugins.module_utils.topology_sources import read_bundle_file
 
 BUNDLE_FILE = 'dcgmi-health-c.json'
 DCGMI_ARGS = ['health', '-c', '-j']
@@ -59,16 +58,9 @@ def read_live(run, dcgmi, problem=None, limit=None, warnings=None):
 
 def read_bundle(bundle_dir, warnings=None):
     """The bundle's ``dcgmi-health-c.json`` (and ``.rc``), read like a live run."""
-    path = os.path.join(bundle_dir, BUNDLE_FILE)
-    if not os.path.isfile(path):
-        return _result(None, 'the bundle has no %s (dcgmi was not on the node when it was captured)' % BUNDLE_FILE)
-    with open(path, 'rb') as handle:
-        data = handle.read()
-    rc = 0
-    rc_path = path + '.rc'
-    if os.path.isfile(rc_path):
-        with open(rc_path) as handle:
-            value = handle.read().strip()
-        rc = int(value) if value.lstrip('-').isdigit() else 1
     warnings = [] if warnings is None else warnings
-    return _result(*judge(rc, decode(data, LABEL, warnings), '', rc in (124, 137)))
+    found = read_bundle_file(bundle_dir, BUNDLE_FILE, warnings)
+    if found is None:
+        return _result(None, 'the bundle has no %s (dcgmi was not on the node when it was captured)' % BUNDLE_FILE)
+    rc, data, _err, timed_out = found
+    return _result(*judge(rc, decode(data, LABEL, warnings), '', timed_out))

@@ -16,11 +16,10 @@ not read so that the MIG modes are unknown) leaves ``instances`` empty and says 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import os
-
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_mig import empty_answer, parse_lgi
 from ansible_collections.gpuops.node.plugins.module_utils.rawtext import decode
+from ansible_collections.gpuops.node.plugins.module_utils.topology_sources import read_bundle_file
 
 BUNDLE_FILE = 'nvidia-smi-mig-lgi.txt'
 ARGS = ['mig', '-lgi']
@@ -92,16 +91,9 @@ def read_bundle(bundle_dir, topo, warnings=None):
     needed, why = _needed(topo)
     if why is not None or not needed:
         return _result({}, why)
-    path = os.path.join(bundle_dir, BUNDLE_FILE)
-    if not os.path.isfile(path):
-        return _result({}, 'the bundle has no %s, but a GPU is in MIG mode' % BUNDLE_FILE)
-    with open(path, 'rb') as handle:
-        data = handle.read()
-    rc = 0
-    rc_path = path + '.rc'
-    if os.path.isfile(rc_path):
-        with open(rc_path) as handle:
-            value = handle.read().strip()
-        rc = int(value) if value.lstrip('-').isdigit() else 1
     warnings = [] if warnings is None else warnings
-    return _result(*judge(rc, decode(data, LABEL, warnings), '', rc in (124, 137)))
+    found = read_bundle_file(bundle_dir, BUNDLE_FILE, warnings)
+    if found is None:
+        return _result({}, 'the bundle has no %s, but a GPU is in MIG mode' % BUNDLE_FILE)
+    rc, data, _err, timed_out = found
+    return _result(*judge(rc, decode(data, LABEL, warnings), '', timed_out))

@@ -134,27 +134,34 @@ class BundleSource(object):
         return 'the bundle has no %s' % self.dcb_label(query, netdev)
 
     def _file(self, name, warnings):
-        path = os.path.join(self.bundle_dir, name)
-        if not os.path.isfile(path):
-            if os.path.exists(path):
-                warnings.append('%s is not a regular file' % name)
-            return None
-        with open(path, 'rb') as handle:
-            data = handle.read()
-        rc = 0
-        rc_path = path + '.rc'
-        if os.path.isfile(rc_path):
-            with open(rc_path, 'rb') as handle:
-                value = decode(handle.read(), name + '.rc', warnings).strip()
-            if re.match(r'^-?[0-9]+$', value):
-                rc = int(value)
-            else:
-                rc = 1
-                warnings.append('%s.rc holds %r, not an exit status: taken as a failure (exit 1)' % (name, value[:40]))
-        elif os.path.exists(rc_path):
+        return read_bundle_file(self.bundle_dir, name, warnings)
+
+
+def read_bundle_file(bundle_dir, name, warnings):
+    """A captured output of a bundle, ``name`` and its ``name.rc``, as ``(rc, stdout, stderr, timed_out)`` like a
+    live run (no ``.rc``: exit 0; one that holds no exit status: a failure, with a warning), or None when the
+    bundle has no such file."""
+    path = os.path.join(bundle_dir, name)
+    if not os.path.isfile(path):
+        if os.path.exists(path):
+            warnings.append('%s is not a regular file' % name)
+        return None
+    with open(path, 'rb') as handle:
+        data = handle.read()
+    rc = 0
+    rc_path = path + '.rc'
+    if os.path.isfile(rc_path):
+        with open(rc_path, 'rb') as handle:
+            value = decode(handle.read(), name + '.rc', warnings).strip()
+        if re.match(r'^-?[0-9]+$', value):
+            rc = int(value)
+        else:
             rc = 1
-            warnings.append('%s.rc is not a regular file: taken as a failure (exit 1)' % name)
-        return rc, data, b'', rc in TIMEOUT_RC
+            warnings.append('%s.rc holds %r, not an exit status: taken as a failure (exit 1)' % (name, value[:40]))
+    elif os.path.exists(rc_path):
+        rc = 1
+        warnings.append('%s.rc is not a regular file: taken as a failure (exit 1)' % name)
+    return rc, data, b'', rc in TIMEOUT_RC
 
 
 class CommandSource(object):
