@@ -306,10 +306,17 @@ if HAS_YAML:
     _ScalarNode = _yaml.ScalarNode
     _KubeDumper.add_representer(str, _represent_str)
     _KubeDumper.add_representer(type(None), _represent_none)
-    # dates stay strings, as Go reads them into string fields
-    _KubeLoader.yaml_implicit_resolvers = dict(
-        (first, [(tag, regexp) for tag, regexp in resolvers if tag != 'tag:yaml.org,2002:timestamp'])
-        for first, resolvers in SafeLoader.yaml_implicit_resolvers.items())
+    # Go reads dates into string fields, and go-yaml has no tag for PyYAML's '=' (value) and '!', '&', '*' (yaml)
+    _NOT_GO = ('tag:yaml.org,2002:timestamp', 'tag:yaml.org,2002:value', 'tag:yaml.org,2002:yaml')
+
+    def _go_resolvers(resolvers):
+        return dict((first, [(tag, regexp) for tag, regexp in found if tag not in _NOT_GO])
+                    for first, found in resolvers.items())
+    _KubeLoader.yaml_implicit_resolvers = _go_resolvers(SafeLoader.yaml_implicit_resolvers)
+    # the dumper keeps timestamps: a date-like string is double-quoted, as go-yaml quotes it
+    _KubeDumper.yaml_implicit_resolvers = dict(
+        (first, [(tag, regexp) for tag, regexp in found if tag not in _NOT_GO[1:]])
+        for first, found in SafeDumper.yaml_implicit_resolvers.items())
 else:  # pragma: no cover - the module reports the missing library before calling load or dump
     _KubeLoader = _KubeDumper = None
 
