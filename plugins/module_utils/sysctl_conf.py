@@ -306,10 +306,11 @@ def converge(base_settings=None, settings=None, path=DEFAULT_PATH, proc_root='/p
             patterns.append(normalize_key(item))
         except SysctlError as exc:
             errors.append('%sallow_missing: %s' % (prefix, exc))
-    if not os.path.isdir(os.path.join(proc_root, 'sys')):
+    proc_found = os.path.isdir(os.path.join(proc_root, 'sys'))
+    if not proc_found:
         errors.append('%sproc_root: %s has no sys directory (the kernel parameters, /proc/sys)' % (prefix, proc_root))
     missing = []
-    for key in sorted(wanted) if not errors else ():
+    for key in sorted(wanted) if proc_found else ():
         where = proc_path(proc_root, key)
         if os.path.isfile(where):
             continue
