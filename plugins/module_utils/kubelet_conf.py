@@ -25,10 +25,11 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import copy
+import math
 import re
 from fractions import Fraction
 
-from ansible.module_utils.common.yaml import HAS_YAML, SafeDumper, yaml_load
+from ansible.module_utils.common.yaml import HAS_YAML, SafeDumper
 from ansible.module_utils.six import integer_types, string_types
 
 API_VERSION = 'kubelet.config.k8s.io/v1beta1'
@@ -59,7 +60,7 @@ def parse_quantity(value):
     if isinstance(value, integer_types):
         return int(value)
     if isinstance(value, float):
-        if value != value or value in (float('inf'), float('-inf')):
+        if math.isnan(value) or math.isinf(value):
             raise ValueError('%r is not a quantity' % (value,))
         value = repr(value)
     if not isinstance(value, string_types):
@@ -175,7 +176,7 @@ def load(text, what='the kubelet configuration'):
     if not HAS_YAML:
         raise KubeletConfigError('%s: PyYAML is needed to read a kubelet configuration' % what)
     try:
-        docs = [d for d in _load_all(text)]
+        docs = list(_load_all(text))
     except Exception as exc:  # the YAML library's own errors: name the problem, not a traceback
         raise KubeletConfigError('%s: not YAML: %s' % (what, ' '.join(str(exc).split())))
     if len(docs) > 1:

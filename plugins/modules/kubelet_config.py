@@ -248,10 +248,10 @@ def main():
             new_doc = dropin(settings)
             if len(new_doc) == 2:  # apiVersion and kind only
                 new_doc = None
+            old_fields, new_fields = old_doc or {}, new_doc or {}
             changed_keys = sorted(
-                k for k in set(old_doc or {}) | set(new_doc or {})
-                if k not in ('apiVersion', 'kind') and not same((old_doc or {}).get(k, MISSING),
-                                                                 (new_doc or {}).get(k, MISSING)))
+                k for k in set(old_fields) | set(new_fields)
+                if k not in ('apiVersion', 'kind') and not same(old_fields.get(k, MISSING), new_fields.get(k, MISSING)))
             unchanged = (old_doc is None and new_doc is None) or (
                 old_doc is not None and new_doc is not None and same(old_doc, new_doc))
             after = before if unchanged else (dump(new_doc) if new_doc is not None else None)
