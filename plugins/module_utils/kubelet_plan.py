@@ -152,10 +152,10 @@ def check_values(v):
 
 def wanted_settings(v):
     """The keys the role writes (None removes a key): the policies, and the reservations the variables give."""
+    options = v.get(P + 'cpu_manager_policy_options') or {}
     settings = {
         'cpuManagerPolicy': v.get(P + 'cpu_manager_policy'),
-        'cpuManagerPolicyOptions': dict((k, str(val).lower()) for k, val in (v.get(P + 'cpu_manager_policy_options')
-                                                                          or {}).items()) or None,
+        'cpuManagerPolicyOptions': dict((k, str(val).lower()) for k, val in options.items()) or None,
         'topologyManagerPolicy': v.get(P + 'topology_manager_policy'),
         'topologyManagerScope': v.get(P + 'topology_manager_scope'),
         'reservedSystemCPUs': v.get(P + 'reserved_system_cpus') or None,

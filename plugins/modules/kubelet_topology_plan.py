@@ -28,7 +28,7 @@ description:
   - C(reservedMemory) for the Static memory manager, when not given, is the total reservation spread over the NUMA
     nodes that have CPUs, in whole MiB, the rest on the first.
   - A state file (C(cpu_manager_state), C(memory_manager_state)) is removed when what its manager depends on changes
-    or when it names another policy than the one configured: the kubelet refuses to start with it.
+    or when it names another policy than the one configured, since the kubelet refuses to start with it.
 author:
   - gpuops.node maintainers (@gpuops)
 attributes:
