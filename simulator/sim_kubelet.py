@@ -201,6 +201,7 @@ MEM_DIFFERS = '[memorymanager] configured policy %s differs from state checkpoin
 CPUS_CHANGED = "current set of available CPUs %s doesn't match with CPUs in state %s"
 START_CPU = 'start cpu manager error: %s'
 START_MEM = 'start memory manager error: %s'
+MEM_CHANGED = '[memorymanager] the expected machine state is different from the real one'
 CHECKPOINT = 'Could not initialize checkpoint manager, please drain node and remove policy state file'
 
 
@@ -377,7 +378,7 @@ def decode(path, text, strict):
         doc = _yaml_load(text)
     except ValueError as exc:
         raise ValueError(DECODE_FAILED % exc)
-    if not isinstance(doc, dict):
+    if not isinstance(doc, dict):  # APPROXIMATION: apimachinery's text for a document that is not an object
         raise ValueError(DECODE_FAILED % 'couldn\'t get version/kind; json parse error: json: cannot unmarshal %s '
                          'into Go value of type struct { APIVersion string "json:\\"apiVersion,omitempty\\""; Kind '
                          'string "json:\\"kind,omitempty\\"" }' % ('array' if isinstance(doc, list) else 'string'))
@@ -650,14 +651,20 @@ def start_memory_manager(root_dir, policy, state):
     text = _read(path)
     if text is not None:
         try:
-            saved = json.loads(text).get('policyName')
+            saved = json.loads(text)
         except ValueError:
-            saved = None
-        if saved != policy:
-            err = RESTORE % (MEM_DIFFERS % (quote(policy), quote(str(saved))), 'memory manager', quote(path))
+            saved = {}
+        if saved.get('policyName') != policy:
+            err = RESTORE % (MEM_DIFFERS % (quote(policy), quote(str(saved.get('policyName')))), 'memory manager',
+                             quote(path))
             klog('E', 'memory_manager.go:182', CHECKPOINT, err=err)
             raise KubeletError(START_MEM % err, 'kubelet.go:1567', 'Failed to start ContainerManager')
-        return
+        # policy_static.go validateState: reservations or memory changed since the state was written
+        if policy == 'Static' and saved.get('machineState') and saved['machineState'] != state:
+            klog('E', 'memory_manager.go:189', 'Policy start error', err=MEM_CHANGED)
+            raise KubeletError(START_MEM % MEM_CHANGED, 'kubelet.go:1567', 'Failed to start ContainerManager')
+        if saved.get('machineState') or policy != 'Static':
+            return
     state = state if policy == 'Static' else {}
     _write_state(path, _json({'policyName': policy, 'machineState': state,
                               'checksum': memory_checksum(policy, state)}))

@@ -376,6 +376,14 @@ def test_memory_state_of_another_policy_is_refused(node):
     assert json.loads(node.read('cpu_manager_state'))['policyName'] == 'none'
 
 
+def test_static_memory_state_of_other_reservations_is_refused(node):
+    extra = 'memoryManagerPolicy: Static\nreservedMemory:\n- numaNode: 0\n  limits:\n    memory: %s\n'
+    node.stop(node.start(node.config(extra % '100Mi')))
+    line = node.fail(node.config('kubeReserved:\n  memory: 100Mi\n' + extra % '200Mi'))
+    assert line.endswith('"Failed to start ContainerManager" err="start memory manager error: [memorymanager] the '
+                         'expected machine state is different from the real one"')
+
+
 def test_static_cpu_state_of_other_cpus_is_refused(node):
     node.write('cpu_manager_state', '{"policyName":"static","defaultCpuSet":"0-3","checksum":1}')
     line = node.fail(node.config('cpuManagerPolicy: static\nreservedSystemCPUs: "0"\n'))
