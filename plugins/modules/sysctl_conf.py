@@ -232,11 +232,12 @@ def main():
     diff = result.pop('diff')
     if module._diff:
         result['diff'] = diff
-    errors, failures = result.pop('errors'), result.pop('failures')
-    if errors:
-        module.fail_json(msg='; '.join(errors), errors=errors, **result)
-    if failures:
-        module.fail_json(msg='; '.join(failures), errors=failures, **result)
+    # errors: refused before any change; failures: after one (the result says what changed)
+    failures = result.pop('failures')
+    if result['errors'] or failures:
+        result['errors'] = result['errors'] or failures
+        module.fail_json(msg='; '.join(result['errors']), **result)
+    del result['errors']
     module.exit_json(**result)
 
 

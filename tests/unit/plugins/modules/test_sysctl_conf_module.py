@@ -75,8 +75,8 @@ def test_apply_then_a_second_run_changes_nothing(node):
     assert stat.S_IMODE(os.stat(node.path(OURS)).st_mode) == 0o644
     assert not [n for n in os.listdir(node.path('etc/sysctl.d')) if n.startswith('.')]
     assert node.read('proc/sys/net/core/rmem_max') == '268435456\n'
-    assert sorted(a['key'] for a in result['applied']) == ['kernel.numa_balancing', 'net.core.rmem_max',
-                                                            'net.core.wmem_max', 'net.ipv4.tcp_rmem']
+    assert sorted(a['key'] for a in result['applied']) == [
+        'kernel.numa_balancing', 'net.core.rmem_max', 'net.core.wmem_max', 'net.ipv4.tcp_rmem']
     assert result['settings']['net.ipv4.tcp_rmem'] == '4096 87380 134217728'
     assert result['overrides'] == [] and result['missing'] == [] and 'diff' not in result
     again = run(sysctl_conf, node.args())
