@@ -286,8 +286,8 @@ def converge(base_settings=None, settings=None, path=DEFAULT_PATH, proc_root='/p
     """Validates, writes our file (``write_file(path, text)``, skipped in check mode) and sets our keys on the
     running kernel as the files in their order yield them, then reads them back.
 
-    Returns a dict: ``errors`` (refusals before any change: nothing was written), ``failures`` (after a change:
-    values the kernel refused or did not take, overrides with ``fail_on_override``), ``warnings``, ``changed``,
+    Returns a dict: ``errors`` (refusals before any change, overrides with ``fail_on_override`` among them: nothing
+    was written), ``failures`` (after a change: values the kernel refused or did not take), ``warnings``, ``changed``,
     ``file_changed``, ``path``, ``settings``, ``live``, ``applied``, ``overrides``, ``differs``, ``missing``,
     ``diff``."""
     prefix = name_prefix or ''
@@ -345,6 +345,19 @@ def converge(base_settings=None, settings=None, path=DEFAULT_PATH, proc_root='/p
     present = [key for key in sorted(wanted) if key not in missing]
     target = dict((key, decided[key]['value'] if key in decided else wanted[key]) for key in present)
 
+    for key in sorted(wanted):
+        winner = decided.get(key)
+        if winner and winner['file'] != path and not same_value(winner['value'], wanted[key]):
+            result['overrides'].append({'key': key, 'wanted': wanted[key], 'value': winner['value'],
+                                        'file': winner['file'], 'ours': path})
+    if result['overrides']:
+        message = '; '.join('%s = %s in %s wins over %s = %s in %s' % (
+            o['key'], o['value'], o['file'], o['key'], o['wanted'], o['ours']) for o in result['overrides'])
+        if fail_on_override:
+            errors.append('%sfail_on_override: %s' % (prefix, message))
+            return result
+        result['warnings'].append('%s (the node applies that file after ours)' % message)
+
     before = {}
     for key in present:
         try:
@@ -361,8 +374,10 @@ def converge(base_settings=None, settings=None, path=DEFAULT_PATH, proc_root='/p
             try:
                 write_value(proc_path(proc_root, key), target[key])
             except (IOError, OSError) as exc:
-                result['failures'].append('%s: the kernel refused %s = %s (%s)' % (
-                    origin[key], key, target[key], _os_error(exc)))
+                source = decided.get(key, {}).get('file', path)
+                result['failures'].append('%s: the kernel refused %s = %s%s (%s)' % (
+                    origin[key], key, target[key], '' if source == path else ', the value of ' + source,
+                    _os_error(exc)))
                 continue
         result['applied'].append({'key': key, 'before': before[key], 'after': target[key]})
         live[key] = target[key]
@@ -384,27 +399,16 @@ def converge(base_settings=None, settings=None, path=DEFAULT_PATH, proc_root='/p
                     origin[key], proc_path(proc_root, key), _os_error(exc)))
     result['live'] = live
     result['diff'].append({
-        'before_header': '%s/sys (%s)' % (proc_root, ', '.join(present) if len(present) < 4 else 'our keys'),
-        'after_header': '%s/sys' % proc_root,
+        'before_header': '%s/sys (running values)' % proc_root,
+        'after_header': '%s/sys (running values)' % proc_root,
         'before': ''.join('%s = %s\n' % (key, before[key]) for key in present),
         'after': ''.join('%s = %s\n' % (key, live[key]) for key in present)})
 
     for key in present:
-        winner = decided.get(key)
-        if winner and winner['file'] != path and not same_value(winner['value'], wanted[key]):
-            result['overrides'].append({'key': key, 'wanted': wanted[key], 'value': winner['value'],
-                                        'file': winner['file'], 'ours': path})
         if not check_mode and live[key] is not None and not same_value(live[key], target[key]):
             result['differs'].append({'key': key, 'wanted': target[key], 'value': live[key]})
     for item in result['differs']:
         result['failures'].append('%s: %s = %s was written and the kernel reads back %s' % (
             origin[item['key']], item['key'], item['wanted'], item['value']))
-    if result['overrides']:
-        message = '; '.join('%s = %s in %s wins over %s = %s in %s' % (
-            o['key'], o['value'], o['file'], o['key'], o['wanted'], o['ours']) for o in result['overrides'])
-        if fail_on_override:
-            result['failures'].append('%sfail_on_override: %s' % (prefix, message))
-        else:
-            result['warnings'].append('%s (the node applies that file after ours)' % message)
     result['changed'] = result['file_changed'] or bool(result['applied'])
     return result

@@ -23,8 +23,8 @@ description:
     (counted once, last, also where C(/etc/sysctl.d/99-sysctl.conf) links to it). An explicit assignment wins over
     a glob pattern (systemd 249 and later), as systemd-sysctl does.
   - A key another file sets to another value after ours is an override. It is set to that file's value (what the
-    next boot sets), reported in RV(overrides) with the file and a warning, and fails the module with
-    O(fail_on_override).
+    next boot sets), reported in RV(overrides) with the file and a warning; with O(fail_on_override) it fails the
+    module before any change.
   - Refused before any change, with every reason, are a key that has no file under C(<proc_root>/sys) (unless
     O(allow_missing) lists it; it is then written into the file and reported in RV(missing)), a key that is not a
     key or is a pattern, a value that is a boolean, a float, a mapping or empty, a path outside the sysctl.d
@@ -81,7 +81,7 @@ options:
     elements: str
     default: []
   fail_on_override:
-    description: Fail when another file sets one of our keys to another value after ours (an override).
+    description: Fail, before any change, when another file sets one of our keys to another value after ours.
     type: bool
     default: false
   name_prefix:
@@ -161,7 +161,7 @@ overrides:
             ours: /etc/sysctl.d/90-gpuops.conf}]
 differs:
   description: Keys the kernel reads back otherwise than written (C(key), C(wanted), C(value)); the module fails.
-  returned: when the values were set
+  returned: success
   type: list
   elements: dict
 missing:

@@ -269,8 +269,14 @@ def test_a_later_file_wins_and_is_reported(tmp_path):
     assert node.read('proc/sys/net/core/rmem_max') == '16777216\n'
     assert node.read('proc/sys/kernel/numa_balancing') == '0\n'
     assert '/etc/sysctl.conf wins over' in result['warnings'][0]
+    node.write_file('/etc/sysctl.d/99-zz.conf', 'kernel.numa_balancing = 1\n')
     failed = node.converge(base_settings=WANTED, fail_on_override=True)
-    assert failed['failures'][0].startswith('sysctl_fail_on_override: net.core.rmem_max = 16777216 in /etc/sysctl.conf')
+    assert failed['errors'] == [
+        'sysctl_fail_on_override: kernel.numa_balancing = 1 in /etc/sysctl.d/99-zz.conf wins over '
+        'kernel.numa_balancing = 0 in /etc/sysctl.d/90-gpuops.conf; net.core.rmem_max = 16777216 in /etc/sysctl.conf '
+        'wins over net.core.rmem_max = 268435456 in /etc/sysctl.d/90-gpuops.conf']
+    # refused before any change
+    assert node.read('proc/sys/kernel/numa_balancing') == '0\n' and not failed['changed']
 
 
 def test_a_later_file_with_the_same_value_is_no_override(tmp_path):
@@ -349,3 +355,14 @@ def test_a_removed_key_leaves_the_file_and_keeps_its_running_value(tmp_path):
     assert result['file_changed'] and result['applied'] == []
     assert 'numa_balancing' not in node.read('etc/sysctl.d/90-gpuops.conf')
     assert node.read('proc/sys/kernel/numa_balancing') == '0\n'
+
+
+def test_a_refused_value_of_another_file_names_that_file(tmp_path, monkeypatch):
+    node = Node(tmp_path, {'etc/sysctl.d/99-zz.conf': 'kernel.numa_balancing = 5\n'})
+
+    def refuse(path, value):
+        raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+    monkeypatch.setattr(sc, 'write_value', refuse)
+    result = node.converge(settings={'kernel.numa_balancing': 0})
+    assert result['failures'] == ['sysctl_settings: the kernel refused kernel.numa_balancing = 5, the value of '
+                                  '/etc/sysctl.d/99-zz.conf (Invalid argument)']

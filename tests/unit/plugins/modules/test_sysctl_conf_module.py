@@ -105,10 +105,13 @@ def test_an_override_is_a_warning_naming_the_file(node):
 
 def test_fail_on_override(node):
     node.put('etc/sysctl.conf', 'kernel.numa_balancing = 1\n')
-    result = run(sysctl_conf, node.args(fail_on_override=True), check_mode=True, expect_fail=True)
-    assert result['msg'].startswith('sysctl_fail_on_override: kernel.numa_balancing = 1 in /etc/sysctl.conf wins over '
-                                    'kernel.numa_balancing = 0 in /etc/sysctl.d/90-gpuops.conf')
-    assert not os.path.exists(node.path(OURS))
+    for check_mode in (True, False):
+        result = run(sysctl_conf, node.args(fail_on_override=True), check_mode=check_mode, expect_fail=True)
+        assert result['msg'] == ('sysctl_fail_on_override: kernel.numa_balancing = 1 in /etc/sysctl.conf wins over '
+                                 'kernel.numa_balancing = 0 in /etc/sysctl.d/90-gpuops.conf')
+        # refused before any change
+        assert not result['changed'] and not os.path.exists(node.path(OURS))
+        assert node.read('proc/sys/net/core/rmem_max') == '212992\n'
 
 
 def test_an_unknown_key_is_refused_with_nothing_written(node):
