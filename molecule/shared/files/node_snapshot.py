@@ -24,7 +24,7 @@ import re
 import stat
 import sys
 
-TREES = ['/etc', '/var/lib/gpuops-sim', '/usr/share/gpuops-sim', '/usr/bin/nvidia-smi', '/usr/local/sbin/gpuops-sim']
+TREES = ['/etc', '/var/lib/kubelet', '/var/lib/gpuops-sim', '/usr/share/gpuops-sim', '/usr/bin/nvidia-smi', '/usr/local/sbin/gpuops-sim']
 MOVING = re.compile(r'^/usr/share/gpuops-sim/(tmp(/|$)|sys/class/infiniband/[^/]+/ports/[0-9]+/(hw_)?counters(/|$))')
 
 
