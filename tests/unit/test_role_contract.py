@@ -29,6 +29,8 @@ USUAL = {'defaults_for_all': True, 'readme': True, 'os_vars': OS_VARS, 'os_vars_
 CONTRACTS = {
     'dcgm': {'os_vars': ('Debian.yml', 'Ubuntu.yml', 'default.yml')},
     'mig': {'os_vars': ()},
+    # kernel parameters: the same on every OS
+    'sysctl': {'os_vars': ()},
     # default.yml: an OS without the driver's sources (__nvidia_driver_supported false)
     'nvidia_driver': {'os_vars_alike': ('Debian.yml', 'RedHat.yml', 'Ubuntu.yml')},
     # the playbooks' internal role: its variables may have no fixed default, their table is the collection README's
