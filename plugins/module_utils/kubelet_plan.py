@@ -39,6 +39,14 @@ DEFAULT_EVICTION_HARD = {'memory.available': '100Mi', 'nodefs.available': '10%',
 CPU_POLICY_OPTIONS = ('full-pcpus-only', 'distribute-cpus-across-numa', 'align-by-socket',
                       'distribute-cpus-across-cores', 'strict-cpu-reservation', 'prefer-align-cpus-by-uncorecache')
 NUMA_POLICIES = ('restricted', 'single-numa-node')
+MAP_VARIABLES = (('kube_reserved', 'kubeReserved'), ('system_reserved', 'systemReserved'), ('eviction_hard', 'evictionHard'))
+# kubelet flags that override what the configuration file says, with the role variable the file's key is
+FLAG_VARIABLES = (('--cpu-manager-policy', 'cpu_manager_policy'), ('--cpu-manager-policy-options', 'cpu_manager_policy_options'),
+                  ('--topology-manager-policy', 'topology_manager_policy'),
+                  ('--topology-manager-scope', 'topology_manager_scope'), ('--reserved-cpus', 'reserved_system_cpus'),
+                  ('--memory-manager-policy', 'memory_manager_policy'), ('--reserved-memory', 'reserved_memory'),
+                  ('--kube-reserved', 'kube_reserved'), ('--system-reserved', 'system_reserved'),
+                  ('--eviction-hard', 'eviction_hard'))
 CPU_STATE = 'cpu_manager_state'
 MEMORY_STATE = 'memory_manager_state'
 # what each manager's state depends on: (key, sub-key or None)
@@ -160,12 +168,27 @@ def wanted_settings(v):
         'topologyManagerScope': v.get(P + 'topology_manager_scope'),
         'reservedSystemCPUs': v.get(P + 'reserved_system_cpus') or None,
         'memoryManagerPolicy': v.get(P + 'memory_manager_policy'),
-        'reservedMemory': None,
     }
-    for name, key in (('kube_reserved', 'kubeReserved'), ('system_reserved', 'systemReserved'),
-                      ('eviction_hard', 'evictionHard')):
+    for name, key in MAP_VARIABLES:
         if v.get(P + name):
             settings[key] = dict((k, str(val)) for k, val in v[P + name].items())
+    return settings
+
+
+def _over_current(settings, before):
+    """``settings`` as written over the current configuration ``before``: the reservation and eviction maps merged key
+    by key into the current ones (the kubelet's own defaults when the file has no evictionHard, which it would lose),
+    and the kubelet's default policies left out where the configuration does not set the key (nothing to change)."""
+    settings = dict(settings)
+    for _name, key in MAP_VARIABLES:
+        if key in settings:
+            current = before.get(key)
+            if current is None and key == 'evictionHard':
+                current = DEFAULT_EVICTION_HARD
+            settings[key] = dict(current or {}, **settings[key])
+    for key, default in DEFAULTS.items():
+        if settings.get(key) == default and key not in before:
+            del settings[key]
     return settings
 
 
@@ -303,7 +326,7 @@ def _after(main_config, drop_ins, mode, ours, settings):
 
 def healthz_endpoint(config):
     """``address``, ``port`` and the ``url`` to poll on the node (the loopback for a wildcard bind); None when disabled."""
-    port = config.get('healthzPort', 10248)
+    port = int(config.get('healthzPort', 10248))
     if port == 0:
         return None
     address = config.get('healthzBindAddress') or '127.0.0.1'
@@ -314,10 +337,76 @@ def healthz_endpoint(config):
 
 def _refused(errors):
     return {'errors': errors, 'warnings': [], 'settings': {}, 'changed_keys': [], 'remove_state_files': [],
-            'restart': False, 'config': {}, 'numa_apart': [], 'healthz': None}
+            'restart': False, 'config': {}, 'numa_apart': [], 'healthz': None, 'node_name': None}
 
 
-def plan(variables, main_config, drop_ins=None, state=None, facts=None):
+def cmdline_args(cmdline):
+    """The arguments of a command line given as a list, or as the text of ``/proc/<pid>/cmdline``."""
+    if isinstance(cmdline, string_types):
+        return cmdline.split('\x00')[:-1] if cmdline.endswith('\x00') else cmdline.split('\x00')
+    return list(cmdline or [])
+
+
+def parse_flags(cmdline):
+    """``{flag: value}`` of a kubelet command line (``--flag=value`` or ``--flag value``; a flag alone is "true"), given
+    as its arguments or as ``/proc/<pid>/cmdline`` (each argument ended by a NUL)."""
+    flags = {}
+    args = list(cmdline_args(cmdline))[1:]
+    for position, arg in enumerate(args):
+        if not arg.startswith('--'):
+            continue
+        name, sep, value = arg.partition('=')
+        if not sep:
+            following = args[position + 1] if position + 1 < len(args) else None
+            value = following if following is not None and not following.startswith('--') else 'true'
+        flags[name] = value
+    return flags
+
+
+def _check_flags(v, cmdline, errors, warnings):
+    """The running kubelet's flags: the files the role writes must be the ones it reads, and no flag may override them."""
+    if cmdline is None:
+        warnings.append('the kubelet (%s) is not running: its command line could not be checked for flags that '
+                        'override its configuration file' % v.get(P + 'service'))
+        return {}
+    flags = parse_flags(cmdline)
+    checks = [('--config', v.get(P + 'config_file'), 'config_file'), ('--root-dir', v.get(P + 'root_dir'), 'root_dir')]
+    if v.get(P + 'mode') == 'drop_in':
+        checks.append(('--config-dir', v.get(P + 'config_dir'), 'config_dir'))
+    for flag, wanted, name in checks:
+        found = flags.get(flag)
+        if flag == '--root-dir' and found is None:
+            found = '/var/lib/kubelet'
+        if found is None or found.rstrip('/') != str(wanted).rstrip('/'):
+            errors.append('%s%s: the kubelet runs with %s, not %s=%s, so it would not read what the role writes (%s)'
+                          % (P, name, '%s=%s' % (flag, found) if found is not None else 'no %s' % flag, flag, wanted,
+                             ' '.join(cmdline_args(cmdline))))
+    for flag, name in FLAG_VARIABLES:
+        if flag in flags:
+            errors.append('%s%s: the kubelet runs with %s=%s, which overrides its configuration file; remove the flag '
+                          '(KUBELET_EXTRA_ARGS, /var/lib/kubelet/kubeadm-flags.env)' % (P, name, flag, flags[flag]))
+    return flags
+
+
+def _check_removals(settings, after, mode, errors):
+    """drop_in mode cannot remove a key another file sets; the kubelet refuses options without the static policy."""
+    if mode == 'drop_in':
+        for key in sorted(k for k, val in settings.items() if val is None and k in after):
+            errors.append('%smode: drop_in cannot remove %s, which the configuration file or an earlier drop-in sets; '
+                          'remove it there, or use the mode merge' % (P, key))
+    if after.get('cpuManagerPolicyOptions') and after.get('cpuManagerPolicy', DEFAULTS['cpuManagerPolicy']) != 'static':
+        errors.append('%scpu_manager_policy_options: the kubelet would run with the CPU manager policy %s and the options '
+                      '%s, which it refuses ("None policy: received unsupported options")'
+                      % (P, after.get('cpuManagerPolicy', 'none'), after.get('cpuManagerPolicyOptions')))
+
+
+def _held(recorded):
+    """Assignments of running pods in a state file (its ``entries``), or 0."""
+    entries = recorded.get('entries') if isinstance(recorded, dict) else None
+    return len(entries) if isinstance(entries, dict) else 0
+
+
+def plan(variables, main_config, drop_ins=None, state=None, facts=None, cmdline=False, hostname=None):
     """Everything the role decides, before any change.
 
     ``main_config``: the kubelet configuration file as a dict; ``drop_ins``: ``[(file name, dict)]`` of the config
@@ -345,7 +434,8 @@ def plan(variables, main_config, drop_ins=None, state=None, facts=None):
     except KubeletConfigError as exc:
         return _refused(['%s%s: %s' % (P, 'config_file' if str(exc).startswith(str(path)) else 'config_dir', exc)])
     before = effective(main_config, [doc for _name, doc in drop_ins]) if mode == 'drop_in' else dict(main_config)
-    settings = wanted_settings(v)
+    settings = _over_current(wanted_settings(v), before)
+    flags = _check_flags(v, cmdline, errors, warnings) if cmdline is not False else {}
     if mode == 'drop_in':
         for name, doc in drop_ins:
             keys = sorted(set(doc) & set(k for k, val in settings.items() if val is not None))
@@ -356,9 +446,15 @@ def plan(variables, main_config, drop_ins=None, state=None, facts=None):
     cpus = _cpus_of_node(facts)
     numa = numa_nodes_with_cpus(facts)
     if not errors:
+        if cpus is None and after.get('reservedSystemCPUs'):
+            warnings.append('the facts name no CPU of the node: %sreserved_system_cpus %s could not be checked against '
+                            'it' % (P, after['reservedSystemCPUs']))
         _check_cpu(after, cpus, errors)
-        settings['reservedMemory'] = _check_memory(after, v.get(P + 'reserved_memory') or [], numa, errors, warnings)
+        reserved = _check_memory(after, v.get(P + 'reserved_memory') or [], numa, errors, warnings)
+        if reserved is not None or 'reservedMemory' in before:
+            settings['reservedMemory'] = reserved
         after = _after(main_config, drop_ins, mode, ours, settings)
+        _check_removals(settings, after, mode, errors)
     apart = _check_numa(after, facts, v.get(P + 'strict_numa'), errors, warnings)
     changed_keys = sorted(set(k for k in set(before) | set(after) if before.get(k) != after.get(k)))
     remove = []
@@ -368,7 +464,18 @@ def plan(variables, main_config, drop_ins=None, state=None, facts=None):
         stale = isinstance(recorded, dict) and recorded.get('policyName') not in (None, wanted)
         if recorded is not None and (stale or _changed(before, after, keys)):
             remove.append(name)
-    healthz = healthz_endpoint(after)
+            if _held(recorded) and not v.get(P + 'drain'):
+                errors.append('%sdrain: %s holds the %s of %d running pod(s); removing it under them hands those to '
+                              'other pods: drain the node first (%sdrain: true, or drain it yourself)'
+                              % (P, name, 'CPUs' if name == CPU_STATE else 'memory', _held(recorded), P))
+    healthz = healthz_endpoint(dict(after, **dict(
+        (key, flags[flag]) for flag, key in (('--healthz-port', 'healthzPort'), ('--healthz-bind-address',
+                                                                                  'healthzBindAddress'))
+        if flag in flags)))
+    if healthz is None:
+        warnings.append('healthzPort is 0: the kubelet serves no /healthz, and the role can only check that its unit '
+                        'stays active')
+    node_name = flags.get('--hostname-override') or (hostname or '').strip().lower() or None
     return {'errors': errors, 'warnings': warnings, 'settings': settings, 'changed_keys': changed_keys,
             'remove_state_files': remove, 'restart': bool(changed_keys or remove), 'config': after,
-            'numa_apart': apart, 'healthz': healthz}
+            'numa_apart': apart, 'healthz': healthz, 'node_name': node_name}

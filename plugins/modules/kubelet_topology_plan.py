@@ -28,7 +28,11 @@ description:
   - C(reservedMemory) for the Static memory manager, when not given, is the total reservation spread over the NUMA
     nodes that have CPUs, in whole MiB, the rest on the first.
   - A state file (C(cpu_manager_state), C(memory_manager_state)) is removed when what its manager depends on changes
-    or when it names another policy than the one configured, since the kubelet refuses to start with it.
+    or when it names another policy than the one configured, since the kubelet refuses to start with it; one that
+    holds the assignments of running pods is refused unless the node is drained (C(kubelet_topology_drain)).
+  - The kubelet's defaults (C(topologyManagerScope=container), C(memoryManagerPolicy=None)) are not written where the
+    configuration leaves them out, and the reservation and eviction maps are merged key by key into the file's, so a
+    node already as wanted is not restarted.
 author:
   - gpuops.node maintainers (@gpuops)
 attributes:
@@ -61,6 +65,16 @@ options:
     description: The C(gpu_topology) fact of M(gpuops.node.gpu_topology_facts) for this node (empty when unread).
     type: dict
     default: {}
+  cmdline:
+    description:
+      - The running kubelet's command line, as its arguments or as the text of C(/proc/<pid>/cmdline) (each argument
+        ended by a NUL); null when it is not running.
+      - The role refuses a kubelet whose C(--config), C(--root-dir) (and, in drop-in mode, C(--config-dir)) are not the
+        files it writes, and flags that override the keys it writes (C(--cpu-manager-policy), C(--reserved-cpus), ...).
+    type: raw
+  hostname:
+    description: The node's host name; lower-cased, it is the node's name in the API server without C(--hostname-override).
+    type: str
 '''
 
 EXAMPLES = r'''
@@ -114,6 +128,11 @@ numa_apart:
   returned: always
   type: list
   elements: dict
+node_name:
+  description: The node's name in the API server (C(--hostname-override), else the lower-cased host name).
+  returned: always
+  type: str
+  sample: gpu-07
 healthz:
   description: >-
     C(address), C(port) and C(url) (the loopback for a wildcard bind) of the kubelet's health endpoint once it runs
@@ -146,12 +165,15 @@ def main():
             drop_ins=dict(type='list', elements='dict', default=[]),
             state=dict(type='dict', default={}),
             facts=dict(type='dict', default={}),
+            cmdline=dict(type='raw'),
+            hostname=dict(type='str'),
         ),
         supports_check_mode=True,
     )
     p = module.params
     drop_ins = [(d.get('name'), d.get('config')) for d in p['drop_ins']]
-    result = plan(p['variables'], p['config'], drop_ins, p['state'], p['facts'])
+    result = plan(p['variables'], p['config'], drop_ins, p['state'], p['facts'], cmdline=p['cmdline'],
+                  hostname=p['hostname'])
     if result['errors']:
         module.fail_json(msg='; '.join(result['errors']), **result)
     for warning in result['warnings']:

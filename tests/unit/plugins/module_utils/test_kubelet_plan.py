@@ -53,11 +53,11 @@ NONE_STATE = {'cpu_manager_state': {'policyName': 'none', 'defaultCpuSet': '', '
 def test_the_seed_policies_on_a_kubeadm_node():
     result = K.plan(variables(**SEED), config(), state=NONE_STATE, facts=facts('pcie-4gpu-roce'))
     assert result['errors'] == [] and result['warnings'] == []
+    # the kubelet's defaults (topologyManagerScope container, memoryManagerPolicy None) are not written where the
+    # file leaves them out: nothing would change
     assert result['settings'] == {'cpuManagerPolicy': 'static', 'cpuManagerPolicyOptions': None,
-                                  'topologyManagerPolicy': 'restricted', 'topologyManagerScope': 'container',
-                                  'reservedSystemCPUs': '0-1', 'memoryManagerPolicy': 'None', 'reservedMemory': None}
-    assert result['changed_keys'] == ['cpuManagerPolicy', 'memoryManagerPolicy', 'reservedSystemCPUs',
-                                      'topologyManagerPolicy', 'topologyManagerScope']
+                                  'topologyManagerPolicy': 'restricted', 'reservedSystemCPUs': '0-1'}
+    assert result['changed_keys'] == ['cpuManagerPolicy', 'reservedSystemCPUs', 'topologyManagerPolicy']
     # the CPU manager changes policy: its state file goes; the memory manager's stays (None, as before)
     assert result['remove_state_files'] == ['cpu_manager_state'] and result['restart']
     assert result['healthz'] == {'address': '127.0.0.1', 'port': 10248, 'url': 'http://127.0.0.1:10248/healthz'}
@@ -202,7 +202,9 @@ def test_the_simulated_nodes_have_their_gpus_and_nics_together(profile):
 @pytest.mark.parametrize('policy', ['restricted', 'single-numa-node'])
 def test_what_the_facts_cannot_tell_is_never_passed(policy):
     result = K.plan(variables(reserved_system_cpus='0', topology_manager_policy=policy), config(), facts={})
-    assert result['warnings'] == ['cannot check the GPU and NIC NUMA nodes for the %s policy: the facts list no GPU '
+    assert result['warnings'] == ['the facts name no CPU of the node: kubelet_topology_reserved_system_cpus 0 could '
+                                  'not be checked against it',
+                                  'cannot check the GPU and NIC NUMA nodes for the %s policy: the facts list no GPU '
                                   '(the driver does not answer?)' % policy]
     strict = K.plan(variables(reserved_system_cpus='0', topology_manager_policy=policy, strict_numa=True), config(),
                     facts={})
@@ -264,3 +266,89 @@ def test_the_health_endpoint(keys, expected):
 
 def test_a_disabled_health_endpoint_is_none():
     assert K.healthz_endpoint({'healthzPort': 0}) is None
+
+
+def test_a_node_already_at_the_policies_is_not_restarted():
+    """A hand-tuned node (static, restricted, its reservation, its state file) with the kubelet's default scope and
+    memory policy left out: nothing to write, no restart, no drain."""
+    current = dict(config(), cpuManagerPolicy='static', topologyManagerPolicy='restricted', reservedSystemCPUs='0-1')
+    result = K.plan(variables(**SEED), current, state={'cpu_manager_state': {'policyName': 'static'}},
+                    facts=facts('pcie-4gpu-roce'))
+    assert (result['errors'], result['changed_keys'], result['restart']) == ([], [], False)
+
+
+def test_a_reservation_map_is_merged_into_the_files():
+    current = dict(config(), kubeReserved={'cpu': '1', 'ephemeral-storage': '1Gi'})
+    result = K.plan(variables(memory_manager_policy='Static', reserved_system_cpus='0',
+                              kube_reserved={'memory': '1Gi'}, eviction_hard={'memory.available': '500Mi'}),
+                    current, facts=facts('pcie-4gpu-roce'))
+    assert result['errors'] == []
+    assert result['config']['kubeReserved'] == {'cpu': '1', 'ephemeral-storage': '1Gi', 'memory': '1Gi'}
+    # without evictionHard the kubelet used its defaults: they stay, memory.available replaced
+    assert result['config']['evictionHard'] == dict(K.DEFAULT_EVICTION_HARD, **{'memory.available': '500Mi'})
+    assert result['settings']['reservedMemory'] == [{'numaNode': 0, 'limits': {'memory': '1524Mi'}}]
+
+
+KUBELET = ['/usr/bin/kubelet', '--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf',
+           '--kubeconfig=/etc/kubernetes/kubelet.conf', '--config=/var/lib/kubelet/config.yaml',
+           '--container-runtime-endpoint=unix:///var/run/containerd/containerd.sock']
+
+
+@pytest.mark.parametrize('extra, values, expected', [
+    (['--cpu-manager-policy=none'], {}, 'kubelet_topology_cpu_manager_policy: the kubelet runs with '
+                                        '--cpu-manager-policy=none, which overrides its configuration file'),
+    (['--reserved-cpus', '0-3'], {}, 'kubelet_topology_reserved_system_cpus: the kubelet runs with --reserved-cpus=0-3'),
+    (['--root-dir=/data/kubelet'], {}, 'kubelet_topology_root_dir: the kubelet runs with --root-dir=/data/kubelet, '
+                                       'not --root-dir=/var/lib/kubelet'),
+    ([], {'mode': 'drop_in'}, 'kubelet_topology_config_dir: the kubelet runs with no --config-dir'),
+    ([], {'config_file': '/etc/kubelet.yaml'}, 'kubelet_topology_config_file: the kubelet runs with '
+                                               '--config=/var/lib/kubelet/config.yaml, not --config=/etc/kubelet.yaml'),
+])
+def test_flags_that_would_make_the_change_vanish_are_refused(extra, values, expected):
+    result = K.plan(variables(reserved_system_cpus='0', **values), config(), facts=facts('pcie-4gpu-roce'),
+                    cmdline=KUBELET + extra)
+    assert [e for e in result['errors'] if e.startswith(expected)], result['errors']
+
+
+def test_the_running_kubelet_with_its_config_dir_is_accepted_and_names_the_node():
+    cmdline = KUBELET + ['--config-dir=/etc/kubernetes/kubelet.conf.d/', '--hostname-override=gpu-07']
+    result = K.plan(variables(reserved_system_cpus='0', mode='drop_in'), config(), facts=facts('pcie-4gpu-roce'),
+                    cmdline=cmdline, hostname='GPU-07.example.com\n')
+    assert result['errors'] == [] and result['node_name'] == 'gpu-07'
+    # as /proc/<pid>/cmdline gives it
+    plain = K.plan(variables(reserved_system_cpus='0'), config(), facts=facts('pcie-4gpu-roce'),
+                   cmdline='\x00'.join(KUBELET) + '\x00', hostname='GPU-07\n')
+    assert plain['errors'] == []
+    assert plain['node_name'] == 'gpu-07'
+
+
+def test_a_kubelet_that_is_not_running_is_said():
+    result = K.plan(variables(reserved_system_cpus='0'), config(), facts=facts('pcie-4gpu-roce'), cmdline=None)
+    assert result['errors'] == [] and result['warnings'][0].startswith('the kubelet (kubelet.service) is not running')
+
+
+def test_drop_in_mode_cannot_remove_what_the_file_sets():
+    current = dict(config(), cpuManagerPolicy='static', cpuManagerPolicyOptions={'full-pcpus-only': 'true'},
+                   reservedSystemCPUs='0')
+    result = K.plan(variables(mode='drop_in', cpu_manager_policy='none', topology_manager_policy='none'), current, [],
+                    facts=facts('pcie-4gpu-roce'))
+    assert 'kubelet_topology_mode: drop_in cannot remove cpuManagerPolicyOptions, which the configuration file' \
+        in ' '.join(result['errors'])
+    assert any(e.startswith('kubelet_topology_cpu_manager_policy_options: the kubelet would run with the CPU manager '
+                            'policy none') for e in result['errors'])
+
+
+def test_a_state_file_holding_running_pods_is_not_removed_without_a_drain():
+    held = {'cpu_manager_state': {'policyName': 'none', 'defaultCpuSet': '',
+                                  'entries': {'0a1b': {'train': '2-5'}}, 'checksum': 1}}
+    result = K.plan(variables(**SEED), config(), state=held, facts=facts('pcie-4gpu-roce'))
+    assert result['errors'] == ['kubelet_topology_drain: cpu_manager_state holds the CPUs of 1 running pod(s); removing '
+                                'it under them hands those to other pods: drain the node first (kubelet_topology_drain: '
+                                'true, or drain it yourself)']
+    drained = K.plan(variables(drain=True, **SEED), config(), state=held, facts=facts('pcie-4gpu-roce'))
+    assert drained['errors'] == [] and drained['remove_state_files'] == ['cpu_manager_state']
+
+
+def test_no_health_endpoint_is_said():
+    result = K.plan(variables(**SEED), dict(config(), healthzPort=0), facts=facts('pcie-4gpu-roce'))
+    assert result['healthz'] is None and result['warnings'][-1].startswith('healthzPort is 0')

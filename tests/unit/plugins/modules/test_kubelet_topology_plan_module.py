@@ -42,7 +42,8 @@ def test_every_reason_is_in_the_message():
 def test_numa_findings_are_warnings(numa):
     facts = dict(FACTS, numa_nodes={'0': '0-3', '1': '4-7'}, nics=[{'name': 'mlx5_0', 'numa_node': numa}])
     variables = dict(DEFAULTS, kubelet_topology_reserved_system_cpus='0')
-    result = run(kubelet_topology_plan, {'variables': variables, 'config': CONFIG, 'facts': facts})
+    result = run(kubelet_topology_plan, {'variables': variables, 'config': CONFIG, 'facts': facts,
+                                         'cmdline': '/usr/bin/kubelet\x00--config=/var/lib/kubelet/config.yaml\x00'})
     assert result['warnings'] and len(result['warnings']) == 1
     assert ('on NUMA node 1' if numa else 'has no NUMA node in the facts') in result['warnings'][0]
 
