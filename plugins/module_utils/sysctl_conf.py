@@ -206,10 +206,11 @@ def effective(files, keys):
     return found
 
 
-def render(settings, header=''):
-    """Our file: the header as comment lines, then ``key = value`` sorted by key."""
+def render(settings, header='', ignore_failure=()):
+    """Our file: the header as comment lines, then ``key = value`` sorted by key; a key of ``ignore_failure`` as
+    ``-key = value``, which sysctl.d(5) applies when the key exists and skips quietly when it does not."""
     lines = ['# %s' % line if line.strip() else '#' for line in header.splitlines()]
-    lines.extend('%s = %s' % (key, settings[key]) for key in sorted(settings))
+    lines.extend('%s%s = %s' % ('-' if key in ignore_failure else '', key, settings[key]) for key in sorted(settings))
     return '\n'.join(lines) + '\n'
 
 
@@ -253,8 +254,9 @@ def read_value(path):
 
 
 def write_value(path, value):
-    """Writes a value to a /proc/sys file; the kernel's refusal is an OSError (EINVAL, EPERM, ...)."""
-    fd = os.open(path, os.O_WRONLY)
+    """Writes a value to a /proc/sys file; the kernel's refusal is an OSError (EINVAL, EPERM, ...). O_TRUNC, as
+    procps' ``fopen(path, "w")``: the kernel ignores it, a plain file standing in for /proc/sys needs it."""
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
     try:
         os.write(fd, (value + '\n').encode('utf-8'))
     finally:
@@ -273,31 +275,77 @@ def _os_error(exc):
     return os.strerror(exc.errno) if exc.errno else str(exc)
 
 
-def check_path(path, prefix=''):
+def check_path(path, name='path'):
     if not isinstance(path, string_types) or os.path.normpath(path) != path or not path.endswith('.conf') \
             or os.path.dirname(path) not in CONF_DIRS:
-        return ('%spath: %r must be a file *.conf directly in %s (sysctl --system reads no other)'
-                % (prefix, path, ', '.join(CONF_DIRS)))
+        return ('%s: %r must be a file *.conf directly in %s (sysctl --system reads no other)'
+                % (name, path, ', '.join(CONF_DIRS)))
     return None
 
 
+def _parsed(root, paths, replace=None):
+    """``([(path, entries)], warnings)`` of the files, ``replace`` giving the text of some of them."""
+    files, warnings = [], []
+    for conf in paths:
+        content = replace[conf] if replace and conf in replace else _read_file(root, conf)
+        if content is None:
+            warnings.append('%s could not be read: its settings are not counted' % conf)
+            continue
+        entries, parse_warnings = parse_conf(content)
+        warnings.extend('%s %s' % (conf, w) for w in parse_warnings)
+        files.append((conf, entries))
+    return files, warnings
+
+
+def drift(before, files, keys):
+    """Our keys whose running value is not what the node's files (as they were before this run) give them: set since
+    boot by a tool such as tuned, or by hand. ``[{key, value (running), expected, file}]``; a key no file sets has no
+    expected value and is no drift."""
+    expected = effective(files, keys)
+    return [{'key': key, 'value': before[key], 'expected': expected[key]['value'], 'file': expected[key]['file']}
+            for key in keys if key in expected and not same_value(before[key], expected[key]['value'])]
+
+
+def put_back(result, before, proc_root, origin):
+    """After a failure: writes back the value each key of ``result['applied']`` had before this run, so the running
+    kernel is left as it was. Keys that cannot be put back stay in ``applied``, with a failure each."""
+    kept = []
+    for item in reversed(result['applied']):
+        key = item['key']
+        try:
+            write_value(proc_path(proc_root, key), before[key])
+        except (IOError, OSError) as exc:
+            kept.insert(0, item)
+            result['failures'].append('%s: %s = %s could not be put back to %s (%s): the running kernel keeps %s' % (
+                origin[key], key, item['after'], before[key], _os_error(exc), item['after']))
+            continue
+        result['live'][key] = before[key]
+    undone = [item for item in result['applied'] if item not in kept]
+    if undone:
+        result['warnings'].append('the running values set in this run were put back: %s' % ', '.join(
+            '%s = %s' % (item['key'], before[item['key']]) for item in undone))
+    result['applied'] = kept
+
+
 def converge(base_settings=None, settings=None, path=DEFAULT_PATH, proc_root='/proc', root='/', allow_missing=(),
-             fail_on_override=False, header='', name_prefix='', check_mode=False, write_file=None):
-    """Validates, writes our file (``write_file(path, text)``, skipped in check mode) and sets our keys on the
-    running kernel as the files in their order yield them, then reads them back.
+             fail_on_override=False, header='', name_prefix='', check_mode=False, write_file=None, option_names=None):
+    """Validates, sets our keys on the running kernel as the files in their order yield them, reads them back, and
+    then writes our file (``write_file(path, text)``); check mode changes nothing.
 
     Returns a dict: ``errors`` (refusals before any change, overrides with ``fail_on_override`` among them: nothing
-    was written), ``failures`` (after a change: values the kernel refused or did not take), ``warnings``, ``changed``,
-    ``file_changed``, ``path``, ``settings``, ``live``, ``applied``, ``overrides``, ``differs``, ``missing``,
-    ``diff``."""
+    was written), ``failures`` (values the kernel refused or did not take: the values set in this run are put back
+    and the file is not written), ``warnings``, ``changed``, ``file_changed``, ``path``, ``settings``, ``live``,
+    ``applied``, ``drifted``, ``overrides``, ``differs``, ``missing``, ``diff``. Messages name the options as
+    ``name_prefix`` + ``option_names.get(option, option)``."""
     prefix = name_prefix or ''
+    names = option_names or {}
     result = {'changed': False, 'file_changed': False, 'path': path, 'settings': {}, 'live': {}, 'applied': [],
-              'overrides': [], 'differs': [], 'missing': [], 'errors': [], 'failures': [], 'warnings': [],
-              'diff': []}
+              'drifted': [], 'overrides': [], 'differs': [], 'missing': [], 'errors': [], 'failures': [],
+              'warnings': [], 'diff': []}
     errors = result['errors']
     wanted, origin, value_errors = merged(base_settings, settings, prefix)
     errors.extend(value_errors)
-    path_error = check_path(path, prefix)
+    path_error = check_path(path, prefix + names.get('path', 'path'))
     if path_error:
         errors.append(path_error)
     patterns = []
@@ -305,10 +353,12 @@ def converge(base_settings=None, settings=None, path=DEFAULT_PATH, proc_root='/p
         try:
             patterns.append(normalize_key(item))
         except SysctlError as exc:
-            errors.append('%sallow_missing: %s' % (prefix, exc))
+            errors.append('%s%s: %s' % (prefix, names.get('allow_missing', 'allow_missing'), exc))
     proc_found = os.path.isdir(os.path.join(proc_root, 'sys'))
     if not proc_found:
-        errors.append('%sproc_root: %s has no sys directory (the kernel parameters, /proc/sys)' % (prefix, proc_root))
+        errors.append('%s%s: %s has no sys directory (the kernel parameters, /proc/sys)'
+                      % (prefix, names.get('proc_root', 'proc_root'), proc_root))
+    optional = [key for key in sorted(wanted) if any(fnmatch.fnmatchcase(key, p) for p in patterns)]
     missing = []
     for key in sorted(wanted) if proc_found else ():
         where = proc_path(proc_root, key)
@@ -316,31 +366,24 @@ def converge(base_settings=None, settings=None, path=DEFAULT_PATH, proc_root='/p
             continue
         if os.path.exists(where):
             errors.append('%s: %s is %s, a directory: name a parameter in it' % (origin[key], key, where))
-        elif any(fnmatch.fnmatchcase(key, p) for p in patterns):
+        elif key in optional:
             missing.append(key)
         else:
             errors.append('%s: %s has no %s on this node (a typo, or a kernel module not loaded yet: list it in %s)'
-                          % (origin[key], key, where, prefix + 'allow_missing'))
+                          % (origin[key], key, where, prefix + names.get('allow_missing', 'allow_missing')))
     if errors:
         return result
     result['settings'] = wanted
     result['missing'] = missing
 
-    text = render(wanted, header)
+    text = render(wanted, header, optional)
     old = _read_file(root, path)
     result['file_changed'] = old != text
     result['diff'].append({'before_header': path, 'after_header': path, 'before': old or '', 'after': text})
 
     # the values the files yield at boot for our keys, with our file as it will be
-    files = []
-    for conf in config_files(root, present=path):
-        content = text if conf == path else _read_file(root, conf)
-        if content is None:
-            result['warnings'].append('%s could not be read: its settings are not counted' % conf)
-            continue
-        entries, warnings = parse_conf(content)
-        result['warnings'].extend('%s %s' % (conf, w) for w in warnings if conf != path)
-        files.append((conf, entries))
+    files, warnings = _parsed(root, config_files(root, present=path), {path: text})
+    result['warnings'].extend(warnings)
     decided = effective(files, sorted(wanted))
     present = [key for key in sorted(wanted) if key not in missing]
     target = dict((key, decided[key]['value'] if key in decided else wanted[key]) for key in present)
@@ -354,7 +397,7 @@ def converge(base_settings=None, settings=None, path=DEFAULT_PATH, proc_root='/p
         message = '; '.join('%s = %s in %s wins over %s = %s in %s' % (
             o['key'], o['value'], o['file'], o['key'], o['wanted'], o['ours']) for o in result['overrides'])
         if fail_on_override:
-            errors.append('%sfail_on_override: %s' % (prefix, message))
+            errors.append('%s%s: %s' % (prefix, names.get('fail_on_override', 'fail_on_override'), message))
             return result
         result['warnings'].append('%s (the node applies that file after ours)' % message)
 
@@ -367,8 +410,16 @@ def converge(base_settings=None, settings=None, path=DEFAULT_PATH, proc_root='/p
     if errors:
         return result
 
+    # drift: a running value that is not what the files gave it before this run (a runtime tool, or by hand)
+    result['drifted'] = drift(before, _parsed(root, config_files(root))[0], present)
+    for item in result['drifted']:
+        result['warnings'].append('%s was %s on the running kernel, where the sysctl files give %s (%s): changed '
+                                  'at run time (a tool such as tuned, or by hand); set to %s' % (
+                                      item['key'], item['value'], item['expected'], item['file'],
+                                      target[item['key']]))
+
     changes = [key for key in present if not same_value(before[key], target[key])]
-    live = dict(before)
+    live = result['live'] = dict(before)
     for key in changes:
         if not check_mode:
             try:
@@ -378,18 +429,11 @@ def converge(base_settings=None, settings=None, path=DEFAULT_PATH, proc_root='/p
                 result['failures'].append('%s: the kernel refused %s = %s%s (%s)' % (
                     origin[key], key, target[key], '' if source == path else ', the value of ' + source,
                     _os_error(exc)))
-                continue
+                break
         result['applied'].append({'key': key, 'before': before[key], 'after': target[key]})
         live[key] = target[key]
-    if result['failures']:
-        # a value the kernel refuses is not written into the file that boot applies
-        result['changed'] = bool(result['applied'])
-        result['live'] = live
-        return result
-    if result['file_changed'] and not check_mode:
-        write_file(path, text)
 
-    if not check_mode:
+    if not check_mode and not result['failures']:
         for key in present:
             try:
                 live[key] = read_value(proc_path(proc_root, key))
@@ -397,18 +441,24 @@ def converge(base_settings=None, settings=None, path=DEFAULT_PATH, proc_root='/p
                 live[key] = None
                 result['failures'].append('%s: %s cannot be read back (%s)' % (
                     origin[key], proc_path(proc_root, key), _os_error(exc)))
-    result['live'] = live
+        for key in present:
+            if live[key] is not None and not same_value(live[key], target[key]):
+                result['differs'].append({'key': key, 'wanted': target[key], 'value': live[key]})
+        for item in result['differs']:
+            result['failures'].append('%s: %s = %s was written and the kernel reads back %s' % (
+                origin[item['key']], item['key'], item['wanted'], item['value']))
+    if result['failures']:
+        # the running kernel back as it was, and the file, which every boot applies, left as it is
+        put_back(result, before, proc_root, origin)
+        result['changed'] = bool(result['applied'])
+        return result
+    if result['file_changed'] and not check_mode:
+        write_file(path, text)
+
     result['diff'].append({
         'before_header': '%s/sys (running values)' % proc_root,
         'after_header': '%s/sys (running values)' % proc_root,
         'before': ''.join('%s = %s\n' % (key, before[key]) for key in present),
         'after': ''.join('%s = %s\n' % (key, live[key]) for key in present)})
-
-    for key in present:
-        if not check_mode and live[key] is not None and not same_value(live[key], target[key]):
-            result['differs'].append({'key': key, 'wanted': target[key], 'value': live[key]})
-    for item in result['differs']:
-        result['failures'].append('%s: %s = %s was written and the kernel reads back %s' % (
-            origin[item['key']], item['key'], item['wanted'], item['value']))
     result['changed'] = result['file_changed'] or bool(result['applied'])
     return result

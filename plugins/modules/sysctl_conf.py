@@ -21,18 +21,26 @@ description:
     C(/usr/lib/sysctl.d) and C(/lib/sysctl.d), a file name counted once (in the first of these directories that has
     it; a name linked to C(/dev/null) is masked), sorted by name whatever the directory, then C(/etc/sysctl.conf)
     (counted once, last, also where C(/etc/sysctl.d/99-sysctl.conf) links to it). An explicit assignment wins over
-    a glob pattern (systemd 249 and later), as systemd-sysctl does.
+    a glob pattern (systemd 249 and later) whatever the order, as systemd-sysctl does at boot; procps' C(sysctl
+    --system) applies patterns and keys in file order, so there a pattern in a later file wins over our key.
+  - The running value set is therefore the one the node's files yield, not always the one of O(settings) - the node
+    runs now with what its next boot sets. Where another file wins, its value is set, even when that lowers the
+    running value (a stale C(/etc/sysctl.conf)); M(ansible.posix.sysctl) sets the value it is given instead.
   - A key another file sets to another value after ours is an override. It is set to that file's value (what the
     next boot sets), reported in RV(overrides) with the file and a warning; with O(fail_on_override) it fails the
     module before any change.
+  - A running value that, before the run, differed from what the node's files gave it (changed at run time by a tool
+    such as tuned, or by hand) is drift, reported in RV(drifted) with a warning, and set to the files' value.
   - Refused before any change, with every reason, are a key that has no file under C(<proc_root>/sys) (unless
     O(allow_missing) lists it; it is then written into the file and reported in RV(missing)), a key that is not a
     key or is a pattern, a value that is a boolean, a float, a mapping or empty, a path outside the sysctl.d
     directories. Each message starts with the option, prefixed by O(name_prefix) (a role passes its variables'
     prefix).
-  - A value the kernel refuses (C(Invalid argument)) fails the module naming the key, and the file is then not
-    written, so the next boot does not apply it either. A value the kernel reads back otherwise than written
-    (clamped, normalised) fails the module and is reported in RV(differs). Values are compared word by word (the
+  - Whether the kernel accepts a value (its range, the words it takes) is known only when the value is written, so
+    check mode cannot tell. A value the kernel refuses (C(Invalid argument)) fails the module naming the key; a value
+    the kernel reads back otherwise than written (clamped, normalised) fails it too and is reported in RV(differs).
+    On either failure the keys already set in this run get back the value they had before it, and the file is not
+    written, so the running kernel and the next boot are left as they were. Values are compared word by word (the
     kernel prints C(net.ipv4.tcp_rmem) with tabs).
 author:
   - gpuops.node maintainers (@gpuops)
@@ -75,8 +83,9 @@ options:
   allow_missing:
     description:
       - Keys (or shell-style patterns, where C(*) also matches dots) that may have no file under
-        C(<proc_root>/sys) yet, such as those of a kernel module not loaded now. They are written into the file,
-        not set now, and reported in RV(missing).
+        C(<proc_root>/sys) yet, such as those of a kernel module not loaded now. They are written into the file as
+        C(-key = value), which sysctl.d(5) skips quietly at boot while the key does not exist, not set now, and
+        reported in RV(missing). Set as any other key once the kernel has them.
     type: list
     elements: str
     default: []
@@ -88,6 +97,12 @@ options:
     description: Put before the option names in messages (C(sysctl_) makes C(settings) read C(sysctl_settings)).
     type: str
     default: ""
+  option_names:
+    description:
+      - The name messages use for an option, by option name, put after O(name_prefix) (a role whose variable for
+        O(path) is C(sysctl_file) maps C(path) to C(file)).
+    type: dict
+    default: {}
 notes:
   - The file is written atomically, mode 0644.
   - Keys the settings no longer have are removed from the file, and their running values left as they are (the
@@ -159,8 +174,20 @@ overrides:
   elements: dict
   sample: [{key: net.core.rmem_max, wanted: "268435456", value: "16777216", file: /etc/sysctl.conf,
             ours: /etc/sysctl.d/90-gpuops.conf}]
+drifted:
+  description:
+    - Our keys whose running value before the run was not what the node's sysctl files (as they were before the run)
+      give them, changed at run time by a tool such as tuned or by hand. C(key), C(value) (the running value
+      before), C(expected) (the files' value), C(file) (the file that gives it). They are set to the files' value
+      and are also in RV(applied).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{key: net.core.rmem_max, value: "212992", expected: "268435456", file: /etc/sysctl.d/90-gpuops.conf}]
 differs:
-  description: Keys the kernel reads back otherwise than written (C(key), C(wanted), C(value)); the module fails.
+  description:
+    - Keys the kernel reads back otherwise than written (C(key), C(wanted), C(value)); the module fails, and the
+      values set in this run are put back.
   returned: success
   type: list
   elements: dict
@@ -171,7 +198,10 @@ missing:
   elements: str
   sample: [net.bridge.bridge-nf-call-iptables]
 errors:
-  description: The reasons the module refused before any change, each starting with the option.
+  description:
+    - The reasons the module failed, each starting with the option. Refused before any change, or a value the
+      kernel refused or read back otherwise (the values set in this run then put back, RV(applied) listing those
+      that could not be).
   returned: failure
   type: list
   elements: str
@@ -215,6 +245,7 @@ def main():
             allow_missing=dict(type='list', elements='str', default=[]),
             fail_on_override=dict(type='bool', default=False),
             name_prefix=dict(type='str', default=''),
+            option_names=dict(type='dict', default={}),
         ),
         supports_check_mode=True,
     )
@@ -226,13 +257,13 @@ def main():
     result = converge(base_settings=p['base_settings'], settings=p['settings'], path=p['path'],
                       proc_root=p['proc_root'], root=p['root'], allow_missing=p['allow_missing'],
                       fail_on_override=p['fail_on_override'], header=p['header'], name_prefix=p['name_prefix'],
-                      check_mode=module.check_mode, write_file=write_file)
+                      option_names=p['option_names'], check_mode=module.check_mode, write_file=write_file)
     for warning in result.pop('warnings'):
         module.warn(warning)
     diff = result.pop('diff')
     if module._diff:
         result['diff'] = diff
-    # errors: refused before any change; failures: after one (the result says what changed)
+    # errors: refused before any change; failures: after one (put back: applied lists what could not be)
     failures = result.pop('failures')
     if result['errors'] or failures:
         result['errors'] = result['errors'] or failures

@@ -177,6 +177,15 @@ def test_render_sorts_the_keys_under_the_header():
     assert text == ('# Managed by Ansible\n#\n# more\nkernel.numa_balancing = 0\nvm.zone_reclaim_mode = 0\n')
 
 
+def test_render_prefixes_the_keys_whose_failure_is_ignored():
+    text = sc.render({'net.bridge.bridge-nf-call-iptables': '0', 'vm.zone_reclaim_mode': '0'}, 'x',
+                     ['net.bridge.bridge-nf-call-iptables'])
+    assert text == '# x\n-net.bridge.bridge-nf-call-iptables = 0\nvm.zone_reclaim_mode = 0\n'
+    entries = sc.parse_conf(text)[0]
+    assert [(e['key'], e['value'], e['ignore_failure']) for e in entries] == [
+        ('net.bridge.bridge-nf-call-iptables', '0', True), ('vm.zone_reclaim_mode', '0', False)]
+
+
 @pytest.mark.parametrize('base, settings, wanted, errors', [
     ({'net.core.rmem_max': 1, 'vm.zone_reclaim_mode': 0}, {'vm.zone_reclaim_mode': None, 'net/core/rmem_max': 2},
      {'net.core.rmem_max': '2'}, []),
@@ -300,8 +309,15 @@ def test_allow_missing_writes_the_key_into_the_file_only(tmp_path):
     result = node.converge(settings={'net.bridge.bridge-nf-call-iptables': 0, 'kernel.numa_balancing': 0},
                            allow_missing=['net.bridge.*'])
     assert result['errors'] == [] and result['missing'] == ['net.bridge.bridge-nf-call-iptables']
-    assert 'net.bridge.bridge-nf-call-iptables = 0' in node.read('etc/sysctl.d/90-gpuops.conf')
+    assert node.read('etc/sysctl.d/90-gpuops.conf') == (
+        'kernel.numa_balancing = 0\n-net.bridge.bridge-nf-call-iptables = 0\n')
     assert list(result['live']) == ['kernel.numa_balancing']
+    # once the module is loaded, the key is set as any other, and stays "-" in the file
+    node.write_file('/proc/sys/net/bridge/bridge-nf-call-iptables', '1\n')
+    again = node.converge(settings={'net.bridge.bridge-nf-call-iptables': 0, 'kernel.numa_balancing': 0},
+                          allow_missing=['net.bridge.*'])
+    assert again['missing'] == [] and not again['file_changed']
+    assert again['applied'] == [{'key': 'net.bridge.bridge-nf-call-iptables', 'before': '1', 'after': '0'}]
 
 
 def test_the_slash_form_sets_a_vlan_interface(tmp_path):
@@ -310,6 +326,10 @@ def test_the_slash_form_sets_a_vlan_interface(tmp_path):
     assert result['applied'][0]['key'] == 'net.ipv4.conf.eth0/100.rp_filter'
     assert node.read('proc/sys/net/ipv4/conf/eth0.100/rp_filter') == '2\n'
     assert 'net.ipv4.conf.eth0/100.rp_filter = 2' in node.read('etc/sysctl.d/90-gpuops.conf')
+
+
+def _proc_values(node):
+    return dict((rel, node.read(rel)) for rel in PROC)
 
 
 def test_a_refused_value_fails_naming_the_key_and_the_file_is_not_written(tmp_path, monkeypatch):
@@ -323,21 +343,80 @@ def test_a_refused_value_fails_naming_the_key_and_the_file_is_not_written(tmp_pa
     assert not os.path.exists(os.path.join(node.base, 'etc/sysctl.d/90-gpuops.conf'))
 
 
-def test_a_value_the_kernel_reads_back_otherwise_fails(tmp_path, monkeypatch):
+def test_a_refused_value_puts_back_the_values_set_before_it(tmp_path, monkeypatch):
     node = Node(tmp_path)
+    untouched = _proc_values(node)
+    write_value = sc.write_value
+
+    def refuse_tcp_rmem(path, value):
+        if path.endswith('tcp_rmem'):
+            raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+        write_value(path, value)
+    monkeypatch.setattr(sc, 'write_value', refuse_tcp_rmem)
+    result = node.converge(base_settings=WANTED, settings={'net.ipv4.tcp_rmem': '4096 87380 1'})
+    assert result['failures'] == [
+        'sysctl_settings: the kernel refused net.ipv4.tcp_rmem = 4096 87380 1 (Invalid argument)']
+    # kernel.numa_balancing and net.core.rmem_max were set, then put back: the node is as it was, file unwritten
+    assert _proc_values(node) == untouched
+    assert not result['changed'] and result['applied'] == []
+    assert result['live']['net.core.rmem_max'] == '212992'
+    assert result['warnings'] == ['the running values set in this run were put back: kernel.numa_balancing = 1, '
+                                  'net.core.rmem_max = 212992']
+    assert not os.path.exists(os.path.join(node.base, 'etc/sysctl.d/90-gpuops.conf'))
+
+
+def test_a_value_that_cannot_be_put_back_is_reported(tmp_path, monkeypatch):
+    node = Node(tmp_path)
+    write_value = sc.write_value
+
+    def refuse(path, value):
+        if path.endswith('tcp_rmem') or (path.endswith('numa_balancing') and value == '1'):
+            raise OSError(errno.EPERM, os.strerror(errno.EPERM))
+        write_value(path, value)
+    monkeypatch.setattr(sc, 'write_value', refuse)
+    result = node.converge(base_settings=WANTED)
+    assert result['failures'] == [
+        'sysctl_base_settings: the kernel refused net.ipv4.tcp_rmem = 4096 87380 134217728 (Operation not permitted)',
+        'sysctl_base_settings: kernel.numa_balancing = 0 could not be put back to 1 (Operation not permitted): the '
+        'running kernel keeps 0']
+    assert result['changed'] and result['applied'] == [{'key': 'kernel.numa_balancing', 'before': '1', 'after': '0'}]
+    assert node.read('proc/sys/net/core/rmem_max') == '212992\n'
+
+
+def test_a_value_the_kernel_reads_back_otherwise_fails_and_is_put_back(tmp_path, monkeypatch):
+    node = Node(tmp_path)
+    untouched = _proc_values(node)
+    write_value = sc.write_value
 
     def clamp(path, value):
-        with open(path, 'w') as handle:
-            handle.write('2147483647\n')
+        write_value(path, '2147483647' if value == '99999999999' else value)
     monkeypatch.setattr(sc, 'write_value', clamp)
-    result = node.converge(settings={'net.core.rmem_max': 99999999999})
+    result = node.converge(settings={'net.core.rmem_max': 99999999999, 'kernel.numa_balancing': 0})
     assert result['differs'] == [{'key': 'net.core.rmem_max', 'wanted': '99999999999', 'value': '2147483647'}]
-    assert result['failures'][0].startswith('sysctl_settings: net.core.rmem_max = 99999999999 was written')
+    assert result['failures'] == [
+        'sysctl_settings: net.core.rmem_max = 99999999999 was written and the kernel reads back 2147483647']
+    assert _proc_values(node) == untouched and not result['changed']
+    assert not os.path.exists(os.path.join(node.base, 'etc/sysctl.d/90-gpuops.conf'))
+
+
+def test_drift_is_what_the_files_gave_before_this_run(tmp_path):
+    node = Node(tmp_path, {'etc/sysctl.d/90-gpuops.conf': 'net.core.rmem_max = 268435456\n',
+                           'etc/sysctl.conf': 'kernel.numa_balancing = 1\n'})
+    # rmem_max: the running 212992 is not what 90-gpuops.conf gave it; numa_balancing: 1 as sysctl.conf gives;
+    # tcp_rmem: no file gave it a value, no drift
+    result = node.converge(base_settings=WANTED, settings={'kernel.numa_balancing': None}, check_mode=True)
+    assert result['drifted'] == [{'key': 'net.core.rmem_max', 'value': '212992', 'expected': '268435456',
+                                  'file': '/etc/sysctl.d/90-gpuops.conf'}]
+    assert result['warnings'] == [
+        'net.core.rmem_max was 212992 on the running kernel, where the sysctl files give 268435456 '
+        '(/etc/sysctl.d/90-gpuops.conf): changed at run time (a tool such as tuned, or by hand); set to 268435456']
+    assert [a['key'] for a in result['applied']] == ['net.core.rmem_max', 'net.ipv4.tcp_rmem']
 
 
 @pytest.mark.parametrize('kwargs, message', [
     ({'path': '/etc/sysctl.d/gpuops'}, 'sysctl_path: '),
     ({'path': '/etc/gpuops.conf'}, 'sysctl_path: '),
+    ({'path': '/etc/gpuops.conf', 'option_names': {'path': 'file'}}, 'sysctl_file: '),
     ({'proc_root': '/nonexistent'}, 'sysctl_proc_root: /nonexistent has no sys directory'),
     ({'allow_missing': ['bad key']}, 'sysctl_allow_missing: '),
     ({'settings': {'net.core': 1}}, 'sysctl_settings: net.core is '),

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 """The sysctl_conf module on a synthetic node (a /proc/sys tree and a root with sysctl.d files, built here): it writes
 the file atomically with mode 0644 and sets the running values, check mode and diff, a second run changes nothing,
-an override is a warning naming the file (a failure with fail_on_override), an unknown key is refused with nothing
-written, allow_missing, and a value the kernel refuses."""
+an override is a warning naming the file (a failure with fail_on_override), drift, an unknown key is refused with
+nothing written, allow_missing, and a value the kernel refuses (the values set before it put back)."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
@@ -96,11 +96,28 @@ def test_check_mode_shows_the_diff_and_changes_nothing(node):
 
 def test_an_override_is_a_warning_naming_the_file(node):
     node.put('etc/sysctl.d/99-sysctl.conf', 'net.core.wmem_max = 4194304\n')
+    # the node booted with that file
+    node.put('proc/sys/net/core/wmem_max', '4194304\n')
     result = run(sysctl_conf, node.args())
     assert result['overrides'] == [{'key': 'net.core.wmem_max', 'wanted': '268435456', 'value': '4194304',
                                     'file': '/etc/sysctl.d/99-sysctl.conf', 'ours': '/etc/sysctl.d/90-gpuops.conf'}]
     assert node.read('proc/sys/net/core/wmem_max') == '4194304\n'
     assert len(node.warnings) == 1 and '/etc/sysctl.d/99-sysctl.conf' in node.warnings[0]
+    assert result['drifted'] == []
+
+
+def test_drift_is_reported_and_the_files_value_set(node):
+    run(sysctl_conf, node.args())
+    # a runtime tool (tuned) lowers a value after the role set it
+    node.put('proc/sys/net/core/rmem_max', '212992\n')
+    result = run(sysctl_conf, node.args())
+    assert result['drifted'] == [{'key': 'net.core.rmem_max', 'value': '212992', 'expected': '268435456',
+                                  'file': '/etc/sysctl.d/90-gpuops.conf'}]
+    assert result['applied'] == [{'key': 'net.core.rmem_max', 'before': '212992', 'after': '268435456'}]
+    assert node.read('proc/sys/net/core/rmem_max') == '268435456\n'
+    assert node.warnings == [
+        'net.core.rmem_max was 212992 on the running kernel, where the sysctl files give 268435456 '
+        '(/etc/sysctl.d/90-gpuops.conf): changed at run time (a tool such as tuned, or by hand); set to 268435456']
 
 
 def test_fail_on_override(node):
@@ -135,7 +152,8 @@ def test_allow_missing(node):
     result = run(sysctl_conf, node.args(settings={'net.bridge.bridge-nf-call-iptables': 0},
                                         allow_missing=['net.bridge.bridge-nf-call-iptables']))
     assert result['missing'] == ['net.bridge.bridge-nf-call-iptables']
-    assert 'net.bridge.bridge-nf-call-iptables = 0\n' in node.read(OURS)
+    # sysctl.d(5): "-" skips the key quietly at boot while the module that has it is not loaded
+    assert '\n-net.bridge.bridge-nf-call-iptables = 0\n' in node.read(OURS)
     assert 'net.bridge.bridge-nf-call-iptables' not in result['live']
 
 
@@ -153,17 +171,21 @@ def test_a_value_the_kernel_refuses(node):
     assert not os.path.exists(node.path(OURS))
 
 
-def test_an_invalid_argument(node, monkeypatch):
+def test_an_invalid_argument_puts_back_the_values_set_before_it(node, monkeypatch):
     from ansible_collections.gpuops.node.plugins.module_utils import sysctl_conf as utils
 
     def refuse(path, value):
-        if path.endswith('numa_balancing'):
+        if path.endswith('tcp_rmem'):
             raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
         return write_value(path, value)
     write_value = utils.write_value
     monkeypatch.setattr(utils, 'write_value', refuse)
-    result = run(sysctl_conf, node.args(settings={'kernel.numa_balancing': 9}), expect_fail=True)
-    assert result['msg'] == 'sysctl_settings: the kernel refused kernel.numa_balancing = 9 (Invalid argument)'
+    result = run(sysctl_conf, node.args(settings={'net.ipv4.tcp_rmem': '4096 87380 1'}), expect_fail=True)
+    assert result['msg'] == 'sysctl_settings: the kernel refused net.ipv4.tcp_rmem = 4096 87380 1 (Invalid argument)'
     assert not os.path.exists(node.path(OURS))
-    # the keys before it were set, and say so
-    assert result['changed'] and 'kernel.numa_balancing' not in [a['key'] for a in result['applied']]
+    # the keys set before it (numa_balancing, rmem_max, wmem_max) are back: the node is as it was
+    for rel, content in PROC.items():
+        assert node.read(rel) == content, rel
+    assert not result['changed'] and result['applied'] == []
+    assert node.warnings == ['the running values set in this run were put back: kernel.numa_balancing = 1, '
+                             'net.core.rmem_max = 212992, net.core.wmem_max = 212992']
