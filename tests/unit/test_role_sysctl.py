@@ -16,8 +16,8 @@ ROLE = 'sysctl'
 
 
 def test_the_reported_facts():
-    assert sorted(reported_facts(ROLE)) == ['sysctl_applied', 'sysctl_changed', 'sysctl_missing', 'sysctl_overrides',
-                                            'sysctl_reboot_required']
+    assert sorted(reported_facts(ROLE)) == ['sysctl_applied', 'sysctl_changed', 'sysctl_drifted', 'sysctl_missing',
+                                            'sysctl_overrides', 'sysctl_reboot_required']
 
 
 @pytest.mark.parametrize('value, ok', [
@@ -48,6 +48,8 @@ def test_preflight_and_configure_call_the_module_alike():
     assert 'check_mode' not in apply
     assert apply['register'] == '__sysctl_conf' and plan['register'] == '__sysctl_plan'
     assert plan['gpuops.node.sysctl_conf']['name_prefix'] == 'sysctl_'
+    # messages about the module's path name the role's variable, sysctl_file
+    assert plan['gpuops.node.sysctl_conf']['option_names'] == {'path': 'file'}
     # every variable reaches the module
     passed = ' '.join(str(v) for v in plan['gpuops.node.sysctl_conf'].values())
     assert sorted(set(re.findall(r'(?<![_a-z])sysctl_[a-z_]+', passed))) == sorted(load(ROLE, 'defaults', 'main.yml'))
