@@ -39,6 +39,7 @@ DEFAULT_EVICTION_HARD = {'memory.available': '100Mi', 'nodefs.available': '10%',
 CPU_POLICY_OPTIONS = ('full-pcpus-only', 'distribute-cpus-across-numa', 'align-by-socket',
                       'distribute-cpus-across-cores', 'strict-cpu-reservation', 'prefer-align-cpus-by-uncorecache')
 NUMA_POLICIES = ('restricted', 'single-numa-node')
+HEALTHZ_FLAGS = (('--healthz-port', 'healthzPort'), ('--healthz-bind-address', 'healthzBindAddress'))
 MAP_VARIABLES = (('kube_reserved', 'kubeReserved'), ('system_reserved', 'systemReserved'), ('eviction_hard', 'evictionHard'))
 # kubelet flags that override what the configuration file says, with the role variable the file's key is
 FLAG_VARIABLES = (('--cpu-manager-policy', 'cpu_manager_policy'), ('--cpu-manager-policy-options', 'cpu_manager_policy_options'),
@@ -468,10 +469,8 @@ def plan(variables, main_config, drop_ins=None, state=None, facts=None, cmdline=
                 errors.append('%sdrain: %s holds the %s of %d running pod(s); removing it under them hands those to '
                               'other pods: drain the node first (%sdrain: true, or drain it yourself)'
                               % (P, name, 'CPUs' if name == CPU_STATE else 'memory', _held(recorded), P))
-    healthz = healthz_endpoint(dict(after, **dict(
-        (key, flags[flag]) for flag, key in (('--healthz-port', 'healthzPort'), ('--healthz-bind-address',
-                                                                                  'healthzBindAddress'))
-        if flag in flags)))
+    overridden = dict((key, flags[flag]) for flag, key in HEALTHZ_FLAGS if flag in flags)
+    healthz = healthz_endpoint(dict(after, **overridden))
     if healthz is None:
         warnings.append('healthzPort is 0: the kubelet serves no /healthz, and the role can only check that its unit '
                         'stays active')
