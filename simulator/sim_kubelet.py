@@ -12,12 +12,18 @@ kubeadm drop-in of the Kubernetes packages (pkgs.k8s.io: both under /usr/lib/sys
 (kept when present), /var/lib/kubelet/kubeadm-flags.env and /var/lib/kubelet/config.yaml (``--config``, else a
 kubeadm 1.27 file); it enables and starts nothing. Prints ``{"changed": ..., "files": [...], "written": [...]}``.
 
-What it does as the kubelet does (the texts marked REAL are the kubelet's, in klog's line format on stderr):
-loads the config file and the ``*.conf`` drop-ins of ``--config-dir`` (JSON merge patch, lexical order), logs unknown
-top-level fields and goes on (the lenient v1beta1 decoding), refuses what the kubelet refuses for the CPU, memory
-and topology managers (exit 1), writes cpu_manager_state and memory_manager_state (the kubelet's JSON, with the
-kubelet's checksum algorithm), serves ``GET /healthz`` -> ``ok`` on healthzBindAddress:healthzPort, and exits 0 on
-SIGTERM. What it does not: no API server, no pods, no container runtime, no cgroups, no port 10250, no certificates,
+What it does as the kubelet does (the texts marked REAL are the kubelet's, in klog's line format on stderr), in the
+order of server.go run(): loads the config file and the ``*.conf`` drop-ins of ``--config-dir`` (JSON merge patch,
+lexical order), logs unknown top-level fields and goes on (the lenient v1beta1 decoding), validates, then does what
+NewContainerManager does (reserved CPUs online, the topology, CPU and memory managers' policies and reservations):
+any of these refusals exits 1 before /healthz is served. It then serves ``GET /healthz`` -> ``ok`` on
+healthzBindAddress:healthzPort, and only after ``GPUOPS_SIM_KUBELET_RUNTIME_DELAY`` seconds (default 2: the
+container runtime coming up; APPROXIMATION of that time) does what ContainerManager.Start does: the CPU manager
+(cpu_manager_state: its policy, its CPUs), the memory manager (memory_manager_state: its policy, its machine state)
+and the Node Allocatable check, writing the states that are missing (the kubelet's JSON, with the kubelet's checksum
+algorithm); a refusal there is "Failed to start ContainerManager" and exit 1, after /healthz has answered ``ok``,
+as the real kubelet does (kubelet.go initializeRuntimeDependentModules: os.Exit(1)). It exits 0 on SIGTERM.
+What it does not: no API server, no pods, no container runtime, no cgroups, no port 10250, no certificates,
 no other validation of the configuration than named here. ``GPUOPS_SIM_KUBELET_STRICT=1`` (e.g. in
 /etc/default/kubelet) makes an unknown field fatal, which the real kubelet is not (APPROXIMATION of an error).
 
@@ -38,6 +44,7 @@ import subprocess
 import sys
 import threading
 import time
+from fractions import Fraction
 
 try:
     from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -158,6 +165,10 @@ tracing localStorageCapacityIsolation containerRuntimeEndpoint imageServiceEndpo
 userNamespaces'''.split())
 # pkg/kubelet/eviction/defaults_linux.go: DefaultEvictionHard (only memory.available matters here)
 DEFAULT_MEMORY_AVAILABLE = '100Mi'
+# topologymanager/policy_options.go: defaultMaxAllowableNUMANodes (option max-allowable-numa-nodes)
+DEFAULT_MAX_NUMA_NODES = 8
+# seconds from /healthz to ContainerManager.Start (GPUOPS_SIM_KUBELET_RUNTIME_DELAY); see runtime_delay()
+DEFAULT_RUNTIME_DELAY = 2
 
 # --- REAL texts; the file:line of a klog header varies between releases (APPROXIMATION of the line numbers) ---
 # cmd/kubelet/app/server.go (loadConfigFile, NewKubeletCommand), pkg/kubelet/kubeletconfig/configfiles/configfiles.go
@@ -192,6 +203,8 @@ MEM_UNKNOWN = 'unknown policy: %s'
 MEM_NO_NODE = 'the reserved memory configuration references a NUMA node %d that does not exist on this machine'
 MEM_NOT_EQUAL = 'the total amount %s of type %s is not equal to the value %s determined by Node Allocatable feature'
 MEM_NO_RESERVATION = '[memorymanager] you should specify the system reserved memory'
+# topologymanager/topology_manager.go NewManager
+TM_TOO_MANY_NODES = 'unsupported on machines with more than %d NUMA Nodes'
 # cpumanager/state/state_checkpoint.go, memorymanager/state/state_checkpoint.go, policy_static.go validateState,
 # cm/container_manager_linux.go Start, kubelet.go initializeRuntimeDependentModules ("Failed to start ContainerManager")
 RESTORE = ('could not restore state from checkpoint: %s, please drain this node and delete the %s checkpoint file '
@@ -203,6 +216,9 @@ START_CPU = 'start cpu manager error: %s'
 START_MEM = 'start memory manager error: %s'
 MEM_CHANGED = '[memorymanager] the expected machine state is different from the real one'
 CHECKPOINT = 'Could not initialize checkpoint manager, please drain node and remove policy state file'
+# cm/node_container_manager_linux.go validateNodeAllocatable (called by ContainerManager.Start)
+ALLOCATABLE = 'invalid Node Allocatable configuration. %s'
+OVER_CAPACITY = 'Resource %s has a reservation of %s but capacity of %s. Expected capacity >= reservation.'
 
 
 class KubeletError(Exception):
@@ -482,7 +498,8 @@ def _reserved(doc, name, key):
 
 
 def managers(doc, mach):
-    """What NewContainerManager decides: (cpu policy, reserved CPUs, memory policy, reserved memory by node)."""
+    """server.go run() up to NewContainerManager (before /healthz): getReservedCPUs, then the topology, CPU and
+    memory managers' NewManager. Returns (cpu policy, memory policy, reserved memory by node)."""
     cpus = mach['cpus']
     reserved_cpus = parse_cpuset(doc.get('reservedSystemCPUs') or '')
     system_cpu = _reserved(doc, 'systemReserved', 'cpu')
@@ -491,11 +508,13 @@ def managers(doc, mach):
         if not reserved_cpus <= cpus:
             raise KubeletError(RUN_FAILED % (NOT_SUBSET % (doc['reservedSystemCPUs'], format_cpuset(cpus))))
         system_cpu, kube_cpu = str(len(reserved_cpus)), None  # server.go: --reserved-cpus overwrites the cpu settings
+    topology_manager(doc, mach)
     policy = doc['cpuManagerPolicy']
     if policy not in ('none', 'static'):
         raise KubeletError(RUN_FAILED % (CPU_UNKNOWN % policy))
     try:
         cpu_total = add_quantities([system_cpu, kube_cpu])[0]
+        add_quantities([_reserved(doc, 'systemReserved', 'memory'), _reserved(doc, 'kubeReserved', 'memory')])
         if policy == 'static' and cpu_total == 0:
             raise KubeletError(RUN_FAILED % CPU_NO_RESERVATION)
         mem_policy = doc['memoryManagerPolicy']
@@ -507,8 +526,23 @@ def managers(doc, mach):
     return policy, mem_policy, by_node
 
 
-def static_memory(doc, mach):
-    """memorymanager NewManager with the Static policy: validateReservedMemory, then the reserved-memory check."""
+def topology_manager(doc, mach):
+    """topologymanager NewManager (its policy and scope names are checked by the validation before)."""
+    policy = doc['topologyManagerPolicy']
+    klog('I', 'topology_manager.go:138', 'Creating topology manager with policy per scope',
+         topologyPolicyName=policy, topologyScopeName=doc['topologyManagerScope'])
+    options = doc.get('topologyManagerPolicyOptions') or {}
+    try:
+        most = int(options.get('max-allowable-numa-nodes', DEFAULT_MAX_NUMA_NODES))
+    except ValueError:  # APPROXIMATION: the option parser's own text is not simulated
+        most = DEFAULT_MAX_NUMA_NODES
+    if policy != 'none' and len(mach['nodes']) > most:
+        raise KubeletError(RUN_FAILED % (TM_TOO_MANY_NODES % most))
+
+
+def eviction_memory(doc, capacity):
+    """The hard eviction threshold of memory.available (a quantity text) or None: evictionHard's, or the default
+    one when evictionHard is unset (or mergeDefaultEvictionSettings fills it in); a percentage is of capacity."""
     hard = doc.get('evictionHard')
     if hard is None:
         available = DEFAULT_MEMORY_AVAILABLE
@@ -516,9 +550,14 @@ def static_memory(doc, mach):
         available = hard.get('memory.available')
         if available is None and doc.get('mergeDefaultEvictionSettings'):
             available = DEFAULT_MEMORY_AVAILABLE
-    capacity = sum(node['memory'] for node in mach['nodes'].values())
     if available is not None and str(available).endswith('%'):
         available = str(int(capacity * float(str(available)[:-1]) / 100))
+    return available
+
+
+def static_memory(doc, mach):
+    """memorymanager NewManager with the Static policy: validateReservedMemory, then the reserved-memory check."""
+    available = eviction_memory(doc, sum(node['memory'] for node in mach['nodes'].values()))
     allocatable = add_quantities([_reserved(doc, 'systemReserved', 'memory'), _reserved(doc, 'kubeReserved', 'memory'),
                                   available])
     totals, by_node = {}, {}
@@ -541,6 +580,47 @@ def static_memory(doc, mach):
     if sum(values.get('memory', 0) for values in by_node.values()) <= 0:
         raise KubeletError(RUN_FAILED % MEM_NO_RESERVATION)
     return by_node
+
+
+def _millicores(text):
+    """A CPU quantity in millicores, rounded up as Quantity.MilliValue does."""
+    text = str(text).strip()
+    match = re.match(r'^([0-9]+(?:\.[0-9]*)?)(m?)$', text)
+    if not match:
+        return parse_quantity(text)[0] * 1000
+    value = Fraction(match.group(1)) * (1 if match.group(2) else 1000)
+    return -(-value.numerator // value.denominator)
+
+
+def _format_millicores(value):
+    return str(value // 1000) if value % 1000 == 0 else '%dm' % value
+
+
+def validate_node_allocatable(doc, mach):
+    """cm/node_container_manager_linux.go validateNodeAllocatable (ContainerManager.Start, after the CPU and memory
+    managers started): kubeReserved + systemReserved (+ the hard eviction threshold for memory) <= capacity.
+    The reservation as GetNodeAllocatableReservation sums it (reservedSystemCPUs replaces the cpu reservations)."""
+    reserved_cpus = parse_cpuset(doc.get('reservedSystemCPUs') or '')
+    if reserved_cpus:
+        cpu_terms = [str(len(reserved_cpus))]
+    else:
+        cpu_terms = [t for t in (_reserved(doc, 'systemReserved', 'cpu'), _reserved(doc, 'kubeReserved', 'cpu'))
+                     if t is not None]
+    capacity = sum(node['memory'] for node in mach['nodes'].values())
+    errors = []
+    if cpu_terms:
+        millis = sum(_millicores(t) for t in cpu_terms)
+        if millis > len(mach['cpus']) * 1000:
+            errors.append(OVER_CAPACITY % (quote('cpu'), _format_millicores(millis), len(mach['cpus'])))
+    mem_terms = [t for t in (_reserved(doc, 'systemReserved', 'memory'), _reserved(doc, 'kubeReserved', 'memory'),
+                             eviction_memory(doc, capacity)) if t is not None]
+    if mem_terms:
+        total, fmt = add_quantities(mem_terms)
+        if total > capacity:
+            errors.append(OVER_CAPACITY % (quote('memory'), format_quantity(total, fmt),
+                                           format_quantity(capacity, 'BinarySI')))
+    if errors:
+        raise KubeletError(ALLOCATABLE % ' '.join(errors), 'kubelet.go:1567', 'Failed to start ContainerManager')
 
 
 # --- checkpoints (pkg/kubelet/checkpointmanager) ---
@@ -724,7 +804,27 @@ def parse_flags(argv):
     return flags
 
 
+def runtime_delay(environ):
+    """Seconds between /healthz and ContainerManager.Start: GPUOPS_SIM_KUBELET_RUNTIME_DELAY, default 2.
+    APPROXIMATION: the kubelet starts the container manager once the runtime answers (updateRuntimeUp, every 5 s)."""
+    try:
+        return max(0.0, float(environ.get('GPUOPS_SIM_KUBELET_RUNTIME_DELAY', DEFAULT_RUNTIME_DELAY)))
+    except ValueError:
+        return float(DEFAULT_RUNTIME_DELAY)
+
+
+def start_container_manager(doc, mach, root_dir, cpu_policy, mem_policy, by_node):
+    """cm/container_manager_linux.go Start: CPU manager, memory manager, then validateNodeAllocatable."""
+    if not os.path.isdir(root_dir):
+        os.makedirs(root_dir)
+    start_cpu_manager(root_dir, cpu_policy, mach['cpus'])
+    start_memory_manager(root_dir, mem_policy, machine_state(mach, by_node))
+    validate_node_allocatable(doc, mach)
+
+
 def run(argv, environ=None):
+    """server.go run(): the config and NewContainerManager, RunKubelet (k.Run in a goroutine), then /healthz;
+    k.Run -> updateRuntimeUp -> initializeRuntimeDependentModules -> ContainerManager.Start, os.Exit(1) on error."""
     environ = os.environ if environ is None else environ
     flags = parse_flags(argv)
     if flags['version']:
@@ -738,22 +838,23 @@ def run(argv, environ=None):
         validate(doc)
         mach = machine(sysfs_root(environ))
         cpu_policy, mem_policy, by_node = managers(doc, mach)
-        klog('I', 'topology_manager.go:138', 'Creating topology manager with policy per scope',
-             topologyPolicyName=doc['topologyManagerPolicy'], topologyScopeName=doc['topologyManagerScope'])
-        root_dir = flags['root-dir']
-        if not os.path.isdir(root_dir):
-            os.makedirs(root_dir)
-        start_cpu_manager(root_dir, cpu_policy, mach['cpus'])
-        start_memory_manager(root_dir, mem_policy, machine_state(mach, by_node))
     except KubeletError as exc:
         klog('E', exc.where, exc.message, err=exc.err)
         return 1
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_args: stop.set())
     signal.signal(signal.SIGINT, lambda *_args: stop.set())
+    klog('I', 'server.go:1259', 'Started kubelet')
     if doc['healthzPort']:
         serve_healthz(doc['healthzBindAddress'], doc['healthzPort'])
-    klog('I', 'kubelet.go:1629', 'Started kubelet (gpuops-sim stand-in: no API server, no pods)')
+    if stop.wait(runtime_delay(environ)):
+        return 0
+    try:
+        start_container_manager(doc, mach, flags['root-dir'], cpu_policy, mem_policy, by_node)
+    except KubeletError as exc:
+        klog('E', exc.where, exc.message, err=exc.err)
+        return 1
+    klog('I', 'kubelet.go:1629', 'Container manager started (gpuops-sim stand-in: no API server, no pods)')
     while not stop.is_set():
         stop.wait(1)
     return 0

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -56,8 +57,10 @@ class Node(object):
                 handle.write('Node %d MemTotal:       %d kB\n' % (node, 16 * GIB // 1024))
             with open(os.path.join(base, 'hugepages/hugepages-2048kB/nr_hugepages'), 'w') as handle:
                 handle.write('512\n' if node == 0 else '0\n')
-        self.env = dict(os.environ, GPUOPS_SIM_SYSFS=self.sysfs)
+        # no wait for a container runtime: the container manager starts right after /healthz
+        self.env = dict(os.environ, GPUOPS_SIM_SYSFS=self.sysfs, GPUOPS_SIM_KUBELET_RUNTIME_DELAY='0')
         self.env.pop('GPUOPS_SIM_KUBELET_STRICT', None)
+        self.err = ''
 
     def config(self, extra='', base=None, name='config.yaml'):
         with open(base or FIXTURE) as handle:
@@ -73,29 +76,45 @@ class Node(object):
                 '--container-runtime-endpoint=unix:///var/run/containerd/containerd.sock'] + list(more)
 
     def fail(self, config, *more, **env):
-        """A start that must fail: (exit status, last stderr line)."""
+        """A start that must fail: (exit status, last stderr line); the whole stderr in self.err."""
         proc = subprocess.run(self.argv(config, *more), env=dict(self.env, **env), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, timeout=30, universal_newlines=True, check=False)
         assert proc.returncode == 1, proc.stderr
+        self.err = proc.stderr
         return proc.stderr.strip().splitlines()[-1]
 
-    def start(self, config, *more, **env):
-        proc = subprocess.Popen(self.argv(config, *more), env=dict(self.env, **env), stdout=subprocess.PIPE,
+    def popen(self, config, *more, **env):
+        """The kubelet running, its stderr collected in proc.lines by a thread."""
+        proc = subprocess.Popen(self.argv(config, *more), env=dict(self.env, **env), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, universal_newlines=True)
+        proc.lines = []
+        proc.reader = threading.Thread(target=lambda: proc.lines.extend(iter(proc.stderr.readline, '')))
+        proc.reader.daemon = True
+        proc.reader.start()
+        return proc
+
+    def start(self, config, *more, **env):
+        """Started: /healthz answers ok and the container manager has started (the state files are written)."""
+        proc = self.popen(config, *more, **env)
         deadline = time.time() + 20
         while time.time() < deadline:
-            assert proc.poll() is None, proc.communicate()[1]
+            if proc.poll() is not None:
+                proc.reader.join(5)
+                raise AssertionError('exited %s: %s' % (proc.returncode, ''.join(proc.lines)))
             try:
-                if healthz(self.port) == (200, 'ok'):
+                if healthz(self.port) == (200, 'ok') and any('Container manager started' in x for x in proc.lines):
                     return proc
             except (IOError, OSError):
-                time.sleep(0.1)
+                pass
+            time.sleep(0.1)
         proc.kill()
-        raise AssertionError('no healthz answer: %s' % proc.communicate()[1])
+        raise AssertionError('not started: %s' % ''.join(proc.lines))
 
     def stop(self, proc):
         proc.send_signal(signal.SIGTERM)
-        _out, err = proc.communicate(timeout=20)
+        proc.wait(timeout=20)
+        proc.reader.join(5)
+        err = ''.join(proc.lines)
         assert proc.returncode == 0, err
         return err
 
@@ -250,7 +269,7 @@ def test_healthz_port_zero_disables_it(node):
         text = handle.read().replace('healthzPort: %d' % node.port, 'healthzPort: 0')
     with open(path, 'w') as handle:
         handle.write(text)
-    proc = subprocess.Popen(node.argv(path), env=node.env, stderr=subprocess.PIPE, universal_newlines=True)
+    proc = node.popen(path)
     deadline = time.time() + 20
     while not os.path.exists(os.path.join(node.state, 'memory_manager_state')) and time.time() < deadline:
         time.sleep(0.1)
@@ -320,6 +339,9 @@ REFUSALS = [
     ('static memory, no such NUMA node', 'memoryManagerPolicy: Static\nreservedMemory:\n- numaNode: 2\n  limits:\n'
      '    memory: 100Mi\n', None, None,
      'the reserved memory configuration references a NUMA node 2 that does not exist on this machine"'),
+    ('topology policy on more NUMA nodes than allowed', 'topologyManagerPolicy: restricted\n'
+     'topologyManagerPolicyOptions:\n  max-allowable-numa-nodes: "1"\n', None, None,
+     'err="failed to run Kubelet: unsupported on machines with more than 1 NUMA Nodes"'),
     ('static memory, evictionHard set without memory.available', 'memoryManagerPolicy: Static\nevictionHard:\n'
      '  nodefs.available: 10%\n', None, None,
      'err="failed to run Kubelet: [memorymanager] you should specify the system reserved memory"'),
@@ -338,6 +360,7 @@ def test_refusals_with_the_kubelets_texts(node, what, extra, old, new, tail):
     assert line.startswith('E') and ' run.go:72] "command failed" err="' in line
     assert line.endswith(tail)
     assert not os.path.exists(os.path.join(node.state, 'cpu_manager_state'))
+    assert '"Started kubelet"' not in node.err  # refused before /healthz is served
 
 
 def test_missing_config_file(node):
@@ -358,6 +381,7 @@ def test_cpu_state_of_another_policy_is_refused_until_removed(node):
         'configured policy \\"static\\" differs from state checkpoint policy \\"none\\", please drain this node and '
         'delete the CPU manager checkpoint file \\"%s\\" before restarting Kubelet"' % path)
     assert ' kubelet.go:' in line
+    assert '"Started kubelet"' in node.err  # after /healthz, as the kubelet's ContainerManager.Start
     os.remove(path)
     node.stop(node.start(config))
     assert json.loads(node.read('cpu_manager_state'))['policyName'] == 'static'
@@ -372,6 +396,7 @@ def test_memory_state_of_another_policy_is_refused(node):
         '[memorymanager] configured policy \\"Static\\" differs from state checkpoint policy \\"None\\", please drain '
         'this node and delete the memory manager checkpoint file \\"%s\\" before restarting Kubelet"'
         % os.path.join(node.state, 'memory_manager_state'))
+    assert '"Started kubelet"' in node.err
     # the CPU manager started first and wrote its state, as the kubelet does
     assert json.loads(node.read('cpu_manager_state'))['policyName'] == 'none'
 
@@ -389,6 +414,7 @@ def test_static_cpu_state_of_other_cpus_is_refused(node):
     line = node.fail(node.config('cpuManagerPolicy: static\nreservedSystemCPUs: "0"\n'))
     assert line.endswith('err="start cpu manager error: current set of available CPUs \\"0-7\\" doesn\'t match with '
                          'CPUs in state \\"0-3\\""')
+    assert '"Started kubelet"' in node.err
 
 
 def test_cpus_of_the_simulated_sysfs(tmp_path):
@@ -401,3 +427,59 @@ def test_cpus_of_the_simulated_sysfs(tmp_path):
     assert sorted(mach['nodes']) == [1, 3]
     assert K.sysfs_root({'GPUOPS_SIM_SYSFS': str(sysfs)}) == str(sysfs)
     assert K.sysfs_root({'GPUOPS_SIM_ROOT': str(tmp_path / 'none')}) == '/sys'
+
+
+def test_runtime_delay():
+    assert K.runtime_delay({}) == 2
+    assert K.runtime_delay({'GPUOPS_SIM_KUBELET_RUNTIME_DELAY': '0.5'}) == 0.5
+    assert K.runtime_delay({'GPUOPS_SIM_KUBELET_RUNTIME_DELAY': 'soon'}) == 2
+
+
+def test_healthz_answers_ok_then_a_bad_state_file_exits_it(node):
+    """As the kubelet: /healthz is served before ContainerManager.Start, which exits 1 on a bad checkpoint."""
+    node.write('cpu_manager_state', '{"policyName":"none","defaultCpuSet":"","checksum":1353318690}')
+    proc = node.popen(node.config('cpuManagerPolicy: static\nreservedSystemCPUs: "0"\n'),
+                      GPUOPS_SIM_KUBELET_RUNTIME_DELAY='1.5')
+    deadline, answered = time.time() + 20, False
+    while time.time() < deadline and proc.poll() is None and not answered:
+        try:
+            answered = healthz(node.port) == (200, 'ok')
+        except (IOError, OSError):
+            time.sleep(0.05)
+    assert answered and proc.poll() is None, ''.join(proc.lines)
+    assert proc.wait(timeout=20) == 1
+    proc.reader.join(5)
+    assert proc.lines[-1].rstrip().endswith(
+        '"Failed to start ContainerManager" err="start cpu manager error: could not restore state from checkpoint: '
+        'configured policy \\"static\\" differs from state checkpoint policy \\"none\\", please drain this node and '
+        'delete the CPU manager checkpoint file \\"%s\\" before restarting Kubelet"'
+        % os.path.join(node.state, 'cpu_manager_state'))
+    with pytest.raises((IOError, OSError)):
+        healthz(node.port)
+
+
+def test_sigterm_while_the_runtime_comes_up_writes_no_state(node):
+    proc = node.popen(node.config(), GPUOPS_SIM_KUBELET_RUNTIME_DELAY='30')
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        try:
+            if healthz(node.port) == (200, 'ok'):
+                break
+        except (IOError, OSError):
+            time.sleep(0.05)
+    node.stop(proc)
+    assert not os.path.exists(os.path.join(node.state, 'cpu_manager_state'))
+
+
+@pytest.mark.parametrize('extra, tail', [
+    ('kubeReserved:\n  memory: 40Gi\n', 'Resource \\"memory\\" has a reservation of 41060Mi but capacity of 32Gi.'),
+    ('systemReserved:\n  cpu: 6500m\nkubeReserved:\n  cpu: "2"\n',
+     'Resource \\"cpu\\" has a reservation of 8500m but capacity of 8.'),
+], ids=['memory', 'cpu'])
+def test_reservation_over_capacity_exits_after_healthz(node, extra, tail):
+    line = node.fail(node.config(extra))
+    assert line.endswith('"Failed to start ContainerManager" err="invalid Node Allocatable configuration. %s '
+                         'Expected capacity >= reservation."' % tail)
+    assert '"Started kubelet"' in node.err
+    # the CPU and memory managers started before the check, as in ContainerManager.Start
+    assert json.loads(node.read('memory_manager_state'))['policyName'] == 'None'
