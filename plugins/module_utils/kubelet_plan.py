@@ -39,6 +39,8 @@ DEFAULT_EVICTION_HARD = {'memory.available': '100Mi', 'nodefs.available': '10%',
 CPU_POLICY_OPTIONS = ('full-pcpus-only', 'distribute-cpus-across-numa', 'align-by-socket',
                       'distribute-cpus-across-cores', 'strict-cpu-reservation', 'prefer-align-cpus-by-uncorecache')
 NUMA_POLICIES = ('restricted', 'single-numa-node')
+# the topology manager refuses more NUMA nodes than this (policy option max-allowable-numa-nodes, kubelet 1.31+)
+MAX_NUMA_NODES = 8
 HEALTHZ_FLAGS = (('--healthz-port', 'healthzPort'), ('--healthz-bind-address', 'healthzBindAddress'))
 MAP_VARIABLES = (('kube_reserved', 'kubeReserved'), ('system_reserved', 'systemReserved'), ('eviction_hard', 'evictionHard'))
 # kubelet flags that override what the configuration file says, with the role variable the file's key is
@@ -281,6 +283,13 @@ def numa_findings(facts):
 
 def _check_numa(config, facts, strict, errors, warnings):
     policy = config.get('topologyManagerPolicy', DEFAULTS['topologyManagerPolicy'])
+    nodes = len((facts or {}).get('numa_nodes') or {})
+    most = int((config.get('topologyManagerPolicyOptions') or {}).get('max-allowable-numa-nodes', MAX_NUMA_NODES))
+    if policy != 'none' and nodes > most:
+        errors.append('%stopology_manager_policy: the node has %d NUMA nodes (GPU memory nodes count), more than the %d '
+                      'the topology manager takes: the kubelet refuses to start ("unsupported on machines with more than '
+                      '%d NUMA Nodes"); use the policy none, or set topologyManagerPolicyOptions max-allowable-numa-nodes '
+                      'in the configuration file' % (P, nodes, most, most))
     if policy not in NUMA_POLICIES:
         return []
     apart, unread = numa_findings(facts)

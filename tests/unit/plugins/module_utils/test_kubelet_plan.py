@@ -352,3 +352,16 @@ def test_a_state_file_holding_running_pods_is_not_removed_without_a_drain():
 def test_no_health_endpoint_is_said():
     result = K.plan(variables(**SEED), dict(config(), healthzPort=0), facts=facts('pcie-4gpu-roce'))
     assert result['healthz'] is None and result['warnings'][-1].startswith('healthzPort is 0')
+
+
+@pytest.mark.parametrize('policy, options, refused', [('restricted', None, True), ('best-effort', None, True),
+                                                      ('none', None, False),
+                                                      ('restricted', {'max-allowable-numa-nodes': '16'}, False)])
+def test_more_numa_nodes_than_the_topology_manager_takes(policy, options, refused):
+    """A GH200-like node: one CPU node and GPU memory nodes without CPUs, nine in all."""
+    topo = facts('pcie-4gpu-roce')
+    topo['numa_nodes'] = dict([('0', '0-7')] + [(str(n), '') for n in range(1, 9)])
+    current = dict(config(), topologyManagerPolicyOptions=options) if options else config()
+    result = K.plan(variables(reserved_system_cpus='0', topology_manager_policy=policy), current, facts=topo)
+    found = [e for e in result['errors'] if e.startswith('kubelet_topology_topology_manager_policy: the node has 9 NUMA')]
+    assert bool(found) == refused, result['errors']
