@@ -127,6 +127,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.node.plugins.module_utils.files import write_atomic
 from ansible_collections.gpuops.node.plugins.module_utils.dcgm_alerts import (
     AlertsError, active, check_labels, render_rules, render_tests, validate)
 
@@ -172,14 +173,7 @@ def install(module, path, text):
     directory = os.path.dirname(path) or '.'
     if not os.path.isdir(directory):
         module.fail_json(msg='%s: directory %s does not exist' % (path, directory))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix='.%s.' % os.path.basename(path))
-    try:
-        with os.fdopen(fd, 'w') as handle:
-            handle.write(text)
-        module.atomic_move(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_atomic(module, path, text)
 
 
 def main():

@@ -137,10 +137,10 @@ overridden:
 
 import glob
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.gpuops.node.plugins.module_utils.files import write_atomic
 from ansible_collections.gpuops.node.plugins.module_utils.kubelet_conf import (
     HAS_YAML, KubeletConfigError, dropin, dump, effective, load, merge, same)
 
@@ -171,15 +171,8 @@ def write(module, path, text, backup):
     if text is None:
         os.remove(path)
         return backup_file
-    existed = os.path.exists(path)
-    handle, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), dir=os.path.dirname(path) or '.')
-    with os.fdopen(handle, 'wb') as out:
-        out.write(text.encode('utf-8'))
-    if not existed:
-        os.chmod(tmp, 0o644)
-    module.atomic_move(tmp, path)
-    if not existed:
-        os.chmod(path, 0o644)
+    # a file that exists keeps its mode and owner
+    write_atomic(module, path, text, None if os.path.exists(path) else 0o644)
     return backup_file
 
 

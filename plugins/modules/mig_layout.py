@@ -189,6 +189,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
+from ansible_collections.gpuops.node.plugins.module_utils.files import write_atomic
 from ansible_collections.gpuops.node.plugins.module_utils.mig_config import (
     ConfigError, expand, load, normalize_bus_id, select)
 from ansible_collections.gpuops.node.plugins.module_utils.mig_plan import (
@@ -406,15 +407,8 @@ def write_script(module, path, text):
         return old is not None, diff
     changed = old != text or os.stat(path).st_mode & 0o777 != 0o755
     if changed and not module.check_mode:
-        directory = os.path.dirname(path)
-        if directory and not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
-        tmp = path + '.tmp'
-        with open(tmp, 'w') as handle:
-            handle.write(text)
-        module.atomic_move(tmp, path)
-        # atomic_move gives a new file the umask's mode: the boot unit executes it
-        os.chmod(path, 0o755)
+        # the boot unit executes it
+        write_atomic(module, path, text, 0o755)
     return changed, diff
 
 

@@ -300,11 +300,11 @@ markdown:
 import hashlib
 import os
 import re
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
 
+from ansible_collections.gpuops.node.plugins.module_utils.files import write_atomic
 from ansible_collections.gpuops.node.plugins.module_utils.report import (
     ReportError,
     failing_hosts,
@@ -327,15 +327,7 @@ def _read(path):
 
 
 def _write(module, path, content):
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), dir=directory)
-    try:
-        with os.fdopen(fd, 'wb') as f:
-            f.write(content)
-        module.atomic_move(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_atomic(module, path, content)
 
 
 def _ensure_dir(module, path, result):

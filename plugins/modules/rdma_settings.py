@@ -162,6 +162,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuops.node.plugins.module_utils.dcb import (
     app_replace_args, parse_app_dscp, parse_mlnx_qos, parse_pfc, pfc_priorities, pfc_set_args)
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
+from ansible_collections.gpuops.node.plugins.module_utils.files import write_atomic
 from ansible_collections.gpuops.node.plugins.module_utils.rdma_settings import (
     IFF_UP, app_before, boot_script, diff_text, differs, ipoib_down_item, path_of, wanted)
 from ansible_collections.gpuops.node.plugins.module_utils.rdma_sysfs import (
@@ -318,15 +319,8 @@ def main():
         diff_script = {'before_header': p['boot_script'], 'after_header': p['boot_script'],
                        'before': old or '', 'after': text}
         if script_changed and not module.check_mode:
-            tmp = p['boot_script'] + '.tmp'
-            directory = os.path.dirname(p['boot_script'])
-            if directory and not os.path.isdir(directory):
-                os.makedirs(directory, 0o755)
-            with open(tmp, 'w') as handle:
-                handle.write(text)
-            module.atomic_move(tmp, p['boot_script'])
-            # atomic_move gives a new file the umask's mode: the boot unit executes it
-            os.chmod(p['boot_script'], 0o755)
+            # the boot unit executes it
+            write_atomic(module, p['boot_script'], text, 0o755)
 
     loaded = ipoib_module_loaded(p['sysfs_root'])
     infiniband = [n for n in (read_infiniband(p['sysfs_root']) or {}).get('nics', [])

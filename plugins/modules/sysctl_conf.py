@@ -208,29 +208,16 @@ errors:
 '''
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.node.plugins.module_utils.files import write_atomic
 from ansible_collections.gpuops.node.plugins.module_utils.sysctl_conf import DEFAULT_PATH, converge
 
 
 def install(module, root, path, text):
     """Writes the file atomically, mode 0644."""
-    rooted = os.path.join(root, path.lstrip('/'))
-    directory = os.path.dirname(rooted)
-    if not os.path.isdir(directory):
-        os.makedirs(directory, 0o755)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix='.%s.' % os.path.basename(rooted))
-    try:
-        with os.fdopen(fd, 'w') as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        module.atomic_move(tmp, rooted)
-        os.chmod(rooted, 0o644)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_atomic(module, os.path.join(root, path.lstrip('/')), text, 0o644)
 
 
 def main():
