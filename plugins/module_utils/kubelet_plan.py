@@ -158,6 +158,9 @@ def check_values(v):
                       'config directory)' % (P, v.get(P + 'drop_in_name')))
     if v.get(P + 'drain') and not v.get(P + 'kubectl_host'):
         errors.append('%skubectl_host: draining (%sdrain) needs the host that reaches the API server' % (P, P))
+    if v.get(P + 'drain') and not (v.get(P + 'drain_options') or {}).get('wait_timeout'):
+        errors.append('%sdrain_options: give wait_timeout (seconds): without it the drain returns as soon as the pods '
+                      'are asked to leave, and the kubelet would be stopped under pods still ending' % P)
     return errors
 
 
@@ -483,7 +486,7 @@ def plan(variables, main_config, drop_ins=None, state=None, facts=None, cmdline=
     if healthz is None:
         warnings.append('healthzPort is 0: the kubelet serves no /healthz, and the role can only check that its unit '
                         'stays active')
-    node_name = flags.get('--hostname-override') or (hostname or '').strip().lower() or None
+    node_name = (flags.get('--hostname-override') or hostname or '').strip().lower() or None
     return {'errors': errors, 'warnings': warnings, 'settings': settings, 'changed_keys': changed_keys,
             'remove_state_files': remove, 'restart': bool(changed_keys or remove), 'config': after,
             'numa_apart': apart, 'healthz': healthz, 'node_name': node_name}

@@ -124,6 +124,8 @@ def test_switching_back_to_none_removes_the_reservation_and_the_state():
      "kubelet_topology_drop_in_name: 'gpuops.yaml' must be a file name ending in .conf"),
     ({'drain': True, 'kubectl_host': '', 'reserved_system_cpus': '0'}, {},
      'kubelet_topology_kubectl_host: draining (kubelet_topology_drain) needs the host'),
+    ({'drain': True, 'drain_options': {'ignore_daemonsets': True}, 'reserved_system_cpus': '0'}, {},
+     'kubelet_topology_drain_options: give wait_timeout'),
 ])
 def test_refused_before_any_change(values, file_keys, expected):
     current = dict(config(), **file_keys)
@@ -311,7 +313,7 @@ def test_flags_that_would_make_the_change_vanish_are_refused(extra, values, expe
 
 
 def test_the_running_kubelet_with_its_config_dir_is_accepted_and_names_the_node():
-    cmdline = KUBELET + ['--config-dir=/etc/kubernetes/kubelet.conf.d/', '--hostname-override=gpu-07']
+    cmdline = KUBELET + ['--config-dir=/etc/kubernetes/kubelet.conf.d/', '--hostname-override=GPU-07']
     result = K.plan(variables(reserved_system_cpus='0', mode='drop_in'), config(), facts=facts('pcie-4gpu-roce'),
                     cmdline=cmdline, hostname='GPU-07.example.com\n')
     assert result['errors'] == [] and result['node_name'] == 'gpu-07'
