@@ -177,7 +177,8 @@ def wanted_settings(v):
     }
     for name, key in MAP_VARIABLES:
         if v.get(P + name):
-            settings[key] = dict((k, str(val)) for k, val in v[P + name].items())
+            # null removes a key the file has
+            settings[key] = dict((k, None if val is None else str(val)) for k, val in v[P + name].items())
     return settings
 
 
@@ -191,7 +192,8 @@ def _over_current(settings, before):
             current = before.get(key)
             if current is None and key == 'evictionHard':
                 current = DEFAULT_EVICTION_HARD
-            settings[key] = dict(current or {}, **settings[key])
+            merged = dict(current or {}, **settings[key])
+            settings[key] = dict((k, val) for k, val in merged.items() if val is not None)
     for key, default in DEFAULTS.items():
         if settings.get(key) == default and key not in before:
             del settings[key]

@@ -367,3 +367,11 @@ def test_more_numa_nodes_than_the_topology_manager_takes(policy, options, refuse
     result = K.plan(variables(reserved_system_cpus='0', topology_manager_policy=policy), current, facts=topo)
     found = [e for e in result['errors'] if e.startswith('kubelet_topology_topology_manager_policy: the node has 9 NUMA')]
     assert bool(found) == refused, result['errors']
+
+
+def test_null_in_a_reservation_map_removes_that_key():
+    current = dict(config(), kubeReserved={'cpu': '1', 'memory': '1Gi'})
+    result = K.plan(variables(reserved_system_cpus='0', kube_reserved={'cpu': None}, system_reserved={'cpu': '1'}),
+                    current, facts=facts('pcie-4gpu-roce'))
+    assert result['errors'] == []
+    assert result['config']['kubeReserved'] == {'memory': '1Gi'} and result['config']['systemReserved'] == {'cpu': '1'}
