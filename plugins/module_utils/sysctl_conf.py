@@ -453,7 +453,15 @@ def converge(base_settings=None, settings=None, path=DEFAULT_PATH, proc_root='/p
         result['changed'] = bool(result['applied'])
         return result
     if result['file_changed'] and not check_mode:
-        write_file(path, text)
+        try:
+            write_file(path, text)
+        except (IOError, OSError) as exc:
+            # the boot would not apply what is running now: the running kernel goes back as it was
+            result['failures'].append('%s: %s cannot be written (%s)' % (prefix + names.get('path', 'path'), path,
+                                                                        _os_error(exc)))
+            put_back(result, before, proc_root, origin)
+            result['changed'] = bool(result['applied'])
+            return result
 
     result['diff'].append({
         'before_header': '%s/sys (running values)' % proc_root,

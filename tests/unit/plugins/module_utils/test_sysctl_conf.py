@@ -445,3 +445,15 @@ def test_a_refused_value_of_another_file_names_that_file(tmp_path, monkeypatch):
     result = node.converge(settings={'kernel.numa_balancing': 0})
     assert result['failures'] == ['sysctl_settings: the kernel refused kernel.numa_balancing = 5, the value of '
                                   '/etc/sysctl.d/99-zz.conf (Invalid argument)']
+
+
+def test_a_file_that_cannot_be_written_puts_back_the_running_values(tmp_path):
+    node = Node(tmp_path)
+    untouched = _proc_values(node)
+
+    def no_room(path, text):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    result = sc.converge(root=node.base, write_file=no_room, name_prefix='sysctl_', option_names={'path': 'file'},
+                         proc_root=node.proc, base_settings=WANTED)
+    assert result['failures'] == ['sysctl_file: /etc/sysctl.d/90-gpuops.conf cannot be written (No space left on device)']
+    assert _proc_values(node) == untouched and not result['changed']
