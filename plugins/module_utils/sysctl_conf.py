@@ -457,8 +457,8 @@ def converge(base_settings=None, settings=None, path=DEFAULT_PATH, proc_root='/p
             write_file(path, text)
         except (IOError, OSError) as exc:
             # the boot would not apply what is running now: the running kernel goes back as it was
-            result['failures'].append('%s: %s cannot be written (%s)' % (prefix + names.get('path', 'path'), path,
-                                                                        _os_error(exc)))
+            option = prefix + names.get('path', 'path')
+            result['failures'].append('%s: %s cannot be written (%s)' % (option, path, _os_error(exc)))
             put_back(result, before, proc_root, origin)
             result['changed'] = bool(result['applied'])
             return result
