@@ -45,6 +45,9 @@ export PY_COLORS ?= 0
 export ANSIBLE_FORCE_COLOR ?= 0
 export ANSIBLE_NOCOLOR ?= 1
 export NO_COLOR ?= 1
+# The simulated nodes are podman containers: `podman` connections use simulator/connection_plugins/podman.py
+# (containers.podman's connection with pipelining, one `podman exec` a module instead of five).
+export ANSIBLE_CONNECTION_PLUGINS := $(CURDIR)/simulator/connection_plugins
 
 # Scenarios live in molecule/ (not extensions/molecule/): tell molecule so.
 export MOLECULE_GLOB := molecule/*/molecule.yml

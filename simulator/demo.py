@@ -17,7 +17,8 @@
    driver emulated; the node's profile, the injected fault), and copies in the local signed repository of
    NVIDIA's driver, DCGM and NCCL packages (tests/repo/build_cuda_repo.py --driver-versions) that the roles
    install from, with the nccl-tests source tree the nccl role builds;
-4. writes an inventory under .build/demo/inventory (demo_inventory.py: containers.podman.podman connection,
+4. writes an inventory under .build/demo/inventory (demo_inventory.py: the `podman` connection, which
+   simulator/connection_plugins/podman.py makes containers.podman's with pipelining,
    rack_* groups, node-class groups with gpuops_node_class and gpuops_node_class_profile from the profile's
    profile.yml, gpuops_roles with the nvidia_driver, rdma, dcgm and nccl roles and reboots allowed);
 5. runs ``ansible-playbook site.yml -i .build/demo/inventory``;
@@ -371,6 +372,7 @@ def ansible_env():
     env.setdefault('ANSIBLE_NOCOLOR', '1')
     env.setdefault('ANSIBLE_HOST_KEY_CHECKING', 'false')
     env.setdefault('ANSIBLE_RETRY_FILES_ENABLED', 'false')
+    env.setdefault('ANSIBLE_CONNECTION_PLUGINS', os.path.join(REPO, 'simulator', 'connection_plugins'))
     return env
 
 

@@ -149,7 +149,7 @@ def write_inventory(nodes, directory, report_dir, driver=True):
     with open(os.path.join(inventory, 'hosts.yml'), 'w') as handle:
         handle.write(B.dump_yaml({'all': {'children': children}}, header))
     all_vars = collections.OrderedDict([
-        ('ansible_connection', 'containers.podman.podman'),
+        ('ansible_connection', 'podman'),
         ('ansible_python_interpreter', '/usr/bin/python3'),
         ('gpuops_nvidia_smi', 'nvidia-smi'),
         ('gpuops_sysfs_root', SYSFS_ROOT),

@@ -160,7 +160,7 @@ def test_inventory(tmp_path):
         'gpuops_sim_faults': ['ib_port_down:nic=mlx5_2']}
     assert list(hosts['dgx_h100']['hosts']) == ['rack_a-h100-1', 'rack_a-h100-2']
     all_vars = yaml.safe_load(open(os.path.join(inventory, 'group_vars', 'all.yml')))
-    assert all_vars['ansible_connection'] == 'containers.podman.podman'
+    assert all_vars['ansible_connection'] == 'podman'
     assert all_vars['gpuops_sysfs_root'] == '/usr/share/gpuops-sim/sys'
     assert all_vars['gpuops_report_dir'] == '/reports'
     # a node the rollout reboots is a container: systemd reboots it, podman starts it again
