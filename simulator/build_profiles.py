@@ -26,7 +26,9 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 import uuid
 
 try:
@@ -630,6 +632,36 @@ def numa_cpulists(tree):
         B.put_text(tree, 'sys/devices/system/node/node%d/cpulist' % node, cpus + '\n')
 
 
+# The node class of a profile (expected_node_class, which make demo and the scenarios check the node against) is
+# what gpuops.node.profile_from_topology derives from the healthy bundle, the profile playbooks/profile.yml writes
+# for such a node, with these options, plus the site policy that no node can tell.
+CLASS_OPTIONS = {'gpu_model': 'family'}
+CLASS_POLICY = {'pcie-4gpu-roce': {'nic_retrans_ratio_max': 0.1}}
+CLASS_NOTE = ('expected_node_class: derived from this bundle by the collection\'s profile_from_topology (the profile '
+              'playbooks/profile.yml writes for such a node; options %s), which the bundle passes%s')
+
+
+def node_class_profile(name, tree):
+    """The derived profile of the healthy bundle ``tree`` and its site policy; SystemExit when the bundle fails it."""
+    collections_dir = os.path.join(REPO, '.build', 'collections')     # make collection-link
+    if collections_dir not in sys.path:
+        sys.path.insert(0, collections_dir)
+    from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
+    from ansible_collections.gpuops.node.plugins.module_utils.topology_profile import derive
+    scratch = tempfile.mkdtemp(prefix='gpuops-profile-')
+    try:
+        B.write_tree(tree, scratch)
+        derivation = derive(gather_bundle(scratch), CLASS_OPTIONS)
+    finally:
+        shutil.rmtree(scratch)
+    if derivation['failures']:
+        raise SystemExit('%s fails the profile derived from it: %s'
+                         % (name, '; '.join(f['message'] for f in derivation['failures'])))
+    profile = dict(derivation['profile'])
+    profile.update(CLASS_POLICY.get(name, {}))
+    return profile
+
+
 def finish(tree, meta, sources, tables, failure=None):
     numa_cpulists(tree)
     meta['derivations'].append(NUMA_CPULIST_NOTE)
@@ -637,6 +669,11 @@ def finish(tree, meta, sources, tables, failure=None):
     meta['derived_from'] = sources.entries
     meta.setdefault('faults', [])
     meta.setdefault('dcgm', {})
+    policy = CLASS_POLICY.get(meta['name'])
+    meta['derivations'].append(CLASS_NOTE % (', '.join('%s: %s' % kv for kv in sorted(CLASS_OPTIONS.items())),
+                                             '; site policy added: %s' % ', '.join(
+                                                 '%s %s' % kv for kv in sorted(policy.items())) if policy else ''))
+    meta['expected_node_class'] = node_class_profile(meta['name'], tree)
     B.put_text(tree, 'profile.yml', B.dump_yaml(meta, HEADER))
     runtime = {'profile': meta['name'], 'failure': failure}
     B.put_text(tree, N.RUNTIME_FILE, json.dumps(runtime, indent=2, sort_keys=True) + '\n')
@@ -798,15 +835,7 @@ def profile_h100():
             'MIG placement model (see sim/mig-profiles.json): memory-slice placements and GPU-instance ids '
             'follow the real captures where they show them, otherwise the 8-slice layout',
         ],
-        'expected_node_class': {
-            'gpu_count': 8, 'gpu_model': 'NVIDIA H100*', 'driver_version': '545.*', 'pcie_gen_min': 5,
-            'pcie_width_min': 16, 'nvlink_relation': 'NV18', 'nvlink_active_links': len(links),
-            'persistence_mode': 'Enabled', 'ecc_mode': 'Enabled', 'mig_mode': 'Disabled',
-            'compute_mode': 'Default', 'max_ecc_uncorrected': 0, 'allow_retired_pages_pending': False,
-            'allow_remapped_rows_pending': False, 'nic_names': compute_nics, 'nic_count': len(compute_nics),
-            'nic_port_state': 'ACTIVE', 'nic_link_layer': 'InfiniBand', 'nic_rate_min_gbps': 400,
-            'gpu_nic_relation_max': 'PIX', 'numa_balance': False,
-        },
+        'expected_node_class': None,     # node_class_profile(), in finish()
     }
     meta['derivations'].extend(rdma_derivations)
     meta['synthetic'].extend(rdma_synthetic)
@@ -919,16 +948,7 @@ def profile_a100():
             'x16, PCI ids 15b3:101b (ConnectX-6)',
             'MIG profile table of the A100-SXM4-40GB (sim/mig-profiles.json) from NVIDIA\'s MIG User Guide',
         ],
-        'expected_node_class': {
-            'gpu_count': 8, 'gpu_model': 'NVIDIA A100*', 'driver_version': '510.*', 'pcie_gen_min': 4,
-            'pcie_width_min': 16, 'nvlink_relation': 'NV12', 'nvlink_active_links': 12,
-            # no persistence_mode: the captured GPU runs with persistence mode Disabled
-            'ecc_mode': 'Enabled', 'mig_mode': 'Disabled',
-            'compute_mode': 'Default', 'max_ecc_uncorrected': 0, 'allow_retired_pages_pending': False,
-            'allow_remapped_rows_pending': False, 'nic_names': compute_nics, 'nic_count': len(compute_nics),
-            'nic_port_state': 'ACTIVE', 'nic_link_layer': 'InfiniBand', 'nic_rate_min_gbps': 200,
-            'gpu_nic_relation_max': 'PXB', 'numa_balance': True,
-        },
+        'expected_node_class': None,     # node_class_profile(), in finish()
     }
     meta['derivations'].extend(rdma_derivations)
     meta['synthetic'].extend(rdma_synthetic)
@@ -1029,15 +1049,7 @@ def profile_pcie():
             'GPU PCI buses 02-05 (the capture is a VM at 00:04.0); the NIC at 0000:01:00.0 as its name '
             'rocep1s0f0 (PCI bus 1, slot 0, function 0) says',
         ],
-        'expected_node_class': {
-            'gpu_count': 4, 'gpu_model': 'Tesla P100*', 'driver_version': '510.*', 'pcie_gen_min': 3,
-            # no persistence_mode (Disabled in the capture), no mig_mode (the check knows only Enabled/Disabled;
-            # a P100 has no MIG)
-            'pcie_width_min': 16, 'ecc_mode': 'Enabled',
-            'compute_mode': 'Default', 'max_ecc_uncorrected': 0, 'allow_retired_pages_pending': False,
-            'nic_count': 1, 'nic_port_state': 'ACTIVE', 'nic_link_layer': 'Ethernet', 'nic_rate_min_gbps': 200,
-            'gpu_nic_relation_max': 'PHB', 'numa_balance': False, 'nic_retrans_ratio_max': 0.1,
-        },
+        'expected_node_class': None,     # node_class_profile(), in finish()
     }
     meta['derivations'].extend(rdma_derivations)
     meta['synthetic'].extend(rdma_synthetic)
