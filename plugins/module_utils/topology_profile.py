@@ -110,7 +110,7 @@ class _Derivation(object):
         values = [read(g) for g in self.gpus]
         value = _most_common(values)
         if value is None:
-            self.skip(key, '%s could not be read (N/A) on any GPU' % what)
+            self.skip(key, '%s is N/A or unreadable on every GPU' % what)
             return
         alike = values.count(value)
         self.put(key, value, '%s of %d of %d GPUs' % (what, alike, len(values)))
@@ -450,16 +450,16 @@ def _comment(text, width=116):
     return lines + [line]
 
 
-def document(node_class, derivation, nodes, when, by='playbooks/profile.yml'):
+def document(node_class, derivation, nodes, when=None, by='playbooks/profile.yml'):
     """The group_vars file of the class: a header (which nodes, when, the options, what to review), then
     ``gpuops_node_class`` and ``gpuops_node_class_profile``, each value under a comment saying why."""
     options = ', '.join('%s: %s' % kv for kv in sorted(derivation['options'].items()))
-    head = ['---'] + _comment('Node class %s: profile derived by %s from %s on %s (options %s). Every node listed '
-                              'passed this profile when it was derived.'
-                              % (node_class, by, ', '.join(nodes), when, options))
-    head += _comment('Review before committing: the values are what the node has, not what the class should have. '
-                     'Pin or loosen gpu_model and driver_version, check nic_names leaves out storage and in-band '
-                     'NICs, and set the site policy keys below that a node cannot tell.')
+    head = ['---'] + _comment('Node class %s: profile derived by %s from %s%s (options %s).'
+                              % (node_class, by, ', '.join(nodes), ' on %s' % when if when else '', options))
+    head += _comment(derivation.get('review') or 'Every node listed passed this profile when it was derived. Review '
+                     'before committing: the values are what the node has, not what the class should have. Pin or '
+                     'loosen gpu_model and driver_version, check that nic_names leaves out storage and in-band NICs, '
+                     'and set the site policy keys below that a node cannot tell.')
     for key, why in derivation['left_out'].items():
         head += _comment('%s not written: %s' % (key, why))
     body = ['gpuops_node_class: %s' % json.dumps(node_class), 'gpuops_node_class_profile:']
