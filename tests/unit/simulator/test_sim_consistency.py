@@ -38,13 +38,17 @@ def _meta(name):
 
 
 def _example_classes():
-    """{class name: (group_vars, its file)} of the example inventory."""
+    """{class name: (its variables, the file of its profile)}: the files of group_vars/<class>/ merged."""
     classes = {}
-    for path in sorted(glob.glob(os.path.join(EXAMPLE, 'group_vars', '*.yml'))):
-        with open(path) as handle:
-            data = yaml.safe_load(handle)
+    for directory in sorted(glob.glob(os.path.join(EXAMPLE, 'group_vars', '*'))):
+        if not os.path.isdir(directory):
+            continue
+        data = {}
+        for path in sorted(glob.glob(os.path.join(directory, '*.yml'))):
+            with open(path) as handle:
+                data.update(yaml.safe_load(handle) or {})
         if 'gpuops_node_class' in data:
-            classes[data['gpuops_node_class']] = (data, path)
+            classes[data['gpuops_node_class']] = (data, os.path.join(directory, data['gpuops_node_class'] + '.yml'))
     return classes
 
 
@@ -71,13 +75,16 @@ def _simulator_classes():
 
 
 def test_example_inventory_node_classes_are_complete_and_valid():
-    """Every class file names itself, is a valid gpu_topology_check profile and has hosts, each in one rack."""
+    """Every class directory has the class's profile file (naming itself, a valid gpu_topology_check profile, nothing
+    else) and settings of the collection's roles, and the class has hosts, each in one rack."""
     classes = _example_classes()
     groups = _example_groups()
     racks = dict((name, hosts) for name, hosts in groups.items() if name.startswith('rack_'))
     assert classes
     for name, (data, path) in classes.items():
-        assert os.path.basename(path) == name + '.yml'
+        assert os.path.basename(os.path.dirname(path)) == name
+        with open(path) as handle:
+            assert sorted(yaml.safe_load(handle)) == ['gpuops_node_class', 'gpuops_node_class_profile'], path
         assert sorted(k for k in data if k.startswith('gpuops_')) == ['gpuops_node_class', 'gpuops_node_class_profile']
         # anything else is a setting of the class for a role of the collection (nccl_test_min_busbw_gbps, ...)
         roles = os.listdir(os.path.join(REPO, 'roles'))
