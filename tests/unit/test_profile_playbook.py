@@ -1,0 +1,160 @@
+# -*- coding: utf-8 -*-
+"""playbooks/profile.yml on the controller (local connection) against capture bundles of the simulator's profiles:
+it writes the class file from good nodes, and writes nothing from a bad golden node, from nodes that disagree, over
+a file it did not write, or in check mode."""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+PLAYBOOK = os.path.join(REPO, 'playbooks', 'profile.yml')
+sys.path.insert(0, os.path.join(REPO, 'tests', 'unit', 'simulator'))
+from simhelpers import B, profile_path  # noqa: E402  pylint: disable=wrong-import-position
+
+H100 = 'h100-sxm-8gpu-ib'
+A100 = 'a100-sxm-8gpu-ib'
+
+
+def _bundle(tmp, host, profile, port_state=None, rate=None):
+    """A capture bundle of a simulator profile; ``port_state``/``rate``: a transform of every compute rail's sysfs
+    (mlx5_0's state file only for ``port_state``, every port's rate file for ``rate``)."""
+    path = os.path.join(tmp, 'bundles', host)
+    B.write_tree(B.read_profile(profile_path(profile)), path)
+    ib = os.path.join(path, 'sys', 'class', 'infiniband')
+    if port_state:
+        with open(os.path.join(ib, 'mlx5_0', 'ports', '1', 'state'), 'w') as handle:
+            handle.write(port_state + '\n')
+    if rate:
+        for nic in os.listdir(ib):
+            with open(os.path.join(ib, nic, 'ports', '1', 'rate'), 'w') as handle:
+                handle.write(rate + '\n')
+    return path
+
+
+def _run(tmp, hosts, *args):
+    exe = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    if not os.path.exists(exe):
+        exe = shutil.which('ansible-playbook')
+    if not exe:
+        pytest.skip('ansible-playbook is not installed')
+    inventory = os.path.join(tmp, 'inventory')
+    os.makedirs(inventory, exist_ok=True)
+    with open(os.path.join(inventory, 'hosts'), 'w') as handle:
+        for host, bundle in hosts.items():
+            handle.write('%s ansible_connection=local ansible_python_interpreter=%s gpuops_bundle_dir=%s\n'
+                         % (host, sys.executable, bundle))
+    # PWD as a shell sets it: a relative gpuops_profile_dest is taken from it
+    env = dict(os.environ, ANSIBLE_NOCOLOR='1', ANSIBLE_LOCAL_TEMP=os.path.join(tmp, 'ansible-local'),
+               ANSIBLE_RETRY_FILES_ENABLED='0', PWD=tmp)
+    return subprocess.run([exe, '-i', inventory, PLAYBOOK] + list(args), cwd=tmp, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=180, env=env, check=False)
+
+
+def _written(tmp, name='dgx_h100'):
+    return os.path.join(tmp, 'inventory', 'group_vars', name + '.yml')
+
+
+def test_two_good_nodes_give_the_class_file(tmp_path):
+    tmp = str(tmp_path)
+    hosts = {'gpu-a01': _bundle(tmp, 'gpu-a01', H100), 'gpu-a02': _bundle(tmp, 'gpu-a02', H100)}
+    run = _run(tmp, hosts, '-e', 'gpuops_profile_class=dgx_h100', '-e', 'gpuops_profile_nic_names=glob')
+    assert run.returncode == 0, run.stdout
+    with open(_written(tmp)) as handle:
+        text = handle.read()
+    header = ' '.join(line.lstrip('# ') for line in text.splitlines()[1:4])
+    assert re.match(r'Node class dgx_h100: profile derived by playbooks/profile.yml from gpu-a01, gpu-a02 on '
+                    r'\d{4}-\d\d-\d\d \d\d:\d\d UTC \(options driver_version: branch, gpu_model: exact, '
+                    r'nic_names: glob\)', header), header
+    data = yaml.safe_load(text)
+    assert data['gpuops_node_class'] == 'dgx_h100'
+    assert data['gpuops_node_class_profile']['nic_names'] == ['mlx5_[0-25-8]', 'mlx5_11']
+    # a second run writes the same profile (the header's time aside) and replaces its own file
+    again = _run(tmp, hosts, '-e', 'gpuops_profile_class=dgx_h100', '-e', 'gpuops_profile_nic_names=glob')
+    assert again.returncode == 0, again.stdout
+    with open(_written(tmp)) as handle:
+        assert yaml.safe_load(handle) == data
+
+
+def test_a_bad_golden_node_is_refused_and_nothing_is_written(tmp_path):
+    tmp = str(tmp_path)
+    hosts = {'gpu-a01': _bundle(tmp, 'gpu-a01', H100), 'gpu-a02': _bundle(tmp, 'gpu-a02', H100, port_state='1: DOWN')}
+    run = _run(tmp, hosts, '-e', 'gpuops_profile_class=dgx_h100')
+    assert run.returncode == 2, run.stdout
+    assert 'gpu-a02 fails the profile derived from it, so it is no golden node for dgx_h100 (fix it or derive ' \
+        'from another node): mlx5_0/1 is DOWN (LinkUp), expected ACTIVE' in run.stdout
+    assert not os.path.exists(os.path.dirname(_written(tmp)))
+
+
+def test_nodes_that_disagree_are_listed_and_nothing_is_written(tmp_path):
+    """One node's rails at HDR (200 Gb/s) instead of NDR: each passes its own profile, the class is undecided."""
+    tmp = str(tmp_path)
+    hosts = {'gpu-a01': _bundle(tmp, 'gpu-a01', H100), 'gpu-a02': _bundle(tmp, 'gpu-a02', H100,
+                                                                          rate='200 Gb/sec (4X HDR)')}
+    run = _run(tmp, hosts, '-e', 'gpuops_profile_class=dgx_h100')
+    assert run.returncode == 2, run.stdout
+    assert 'No profile written: the hosts differ on 1 key(s), pick the truth before rolling out (fix the odd ' \
+        'node, or derive from the right ones with --limit): nic_rate_min_gbps: gpu-a01=400, gpu-a02=200' in run.stdout
+    assert not os.path.exists(os.path.dirname(_written(tmp)))
+
+
+def test_a_file_profile_yml_did_not_write_is_kept(tmp_path):
+    tmp = str(tmp_path)
+    hosts = {'gpu-a01': _bundle(tmp, 'gpu-a01', A100)}
+    os.makedirs(os.path.dirname(_written(tmp, 'dgx_a100')))
+    with open(_written(tmp, 'dgx_a100'), 'w') as handle:
+        handle.write('nccl_test_min_busbw_gbps: 200\n')
+    run = _run(tmp, hosts, '-e', 'gpuops_profile_class=dgx_a100')
+    assert run.returncode == 2, run.stdout
+    assert 'exists and was not written by playbooks/profile.yml' in run.stdout
+    with open(_written(tmp, 'dgx_a100')) as handle:
+        assert handle.read() == 'nccl_test_min_busbw_gbps: 200\n'
+
+
+def test_the_class_directory_and_a_relative_destination(tmp_path):
+    """With group_vars/<class>/ present the file goes into it (Ansible reads one of <class>.yml and <class>/);
+    a relative gpuops_profile_dest is taken from the current directory."""
+    tmp = str(tmp_path)
+    hosts = {'gpu-a01': _bundle(tmp, 'gpu-a01', A100)}
+    directory = os.path.join(tmp, 'inventory', 'group_vars', 'dgx_a100')
+    os.makedirs(directory)
+    run = _run(tmp, hosts, '-e', 'gpuops_profile_class=dgx_a100')
+    assert run.returncode == 0, run.stdout
+    assert os.path.exists(os.path.join(directory, 'dgx_a100.yml'))
+    assert not os.path.exists(_written(tmp, 'dgx_a100'))
+    run = _run(tmp, hosts, '-e', 'gpuops_profile_class=dgx_a100', '-e', 'gpuops_profile_dest=out/classes')
+    assert run.returncode == 0, run.stdout
+    assert os.path.exists(os.path.join(tmp, 'out', 'classes', 'dgx_a100.yml'))
+
+
+def test_check_mode_shows_the_file_and_writes_nothing(tmp_path):
+    tmp = str(tmp_path)
+    run = _run(tmp, {'gpu-a01': _bundle(tmp, 'gpu-a01', A100)}, '-e', 'gpuops_profile_class=dgx_a100', '--check',
+               '--diff')
+    assert run.returncode == 0, run.stdout
+    assert '+  nvlink_relation: "NV12"  # every GPU pair of the matrix' in run.stdout
+    assert 'Would write %s' % _written(tmp, 'dgx_a100') in run.stdout
+    assert not os.path.exists(_written(tmp, 'dgx_a100'))
+
+
+@pytest.mark.parametrize('args, message', [
+    ((), 'gpuops_profile_class is required (-e gpuops_profile_class=<node class>)'),
+    (('-e', 'gpuops_profile_class=9x'), 'gpuops_profile_class must be a group name'),
+    (('-e', 'gpuops_profile_class=c', '-e', 'gpuops_profile_nic_names=all'),
+     'value of gpuops_profile_nic_names must be one of: exact, glob, got: all'),
+    (('-e', 'gpuops_profile_class=c', '-e', 'gpuops_profile_driver_version=latest'),
+     'value of gpuops_profile_driver_version must be one of: branch, exact, none, got: latest'),
+])
+def test_bad_variables_are_refused_before_the_node_is_read(tmp_path, args, message):
+    tmp = str(tmp_path)
+    run = _run(tmp, {'gpu-a01': os.path.join(tmp, 'no-bundle')}, *args)
+    assert run.returncode == 2, run.stdout
+    assert message in run.stdout
+    assert 'Read the node' not in run.stdout
