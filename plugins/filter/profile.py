@@ -11,7 +11,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.gpuops.node.plugins.module_utils.topology_profile import (
-    ProfileError, derive, differences, document)
+    ProfileError, derive, differences, document, file_state)
 
 
 def _snapshot(topology, name):
@@ -25,8 +25,13 @@ def profile_from_topology(topology, nic_names='exact', driver_version='branch', 
     try:
         derivation = derive(_snapshot(topology, 'profile_from_topology'),
                             {'nic_names': nic_names, 'driver_version': driver_version, 'gpu_model': gpu_model})
-    except (ProfileError, ValueError) as exc:
+    except ValueError as exc:
         raise AnsibleFilterError('profile_from_topology: %s' % to_native(exc))
+    except ProfileError as exc:
+        if not explain:
+            raise AnsibleFilterError('profile_from_topology: %s' % to_native(exc))
+        return {'error': to_native(exc), 'profile': {}, 'notes': {}, 'left_out': {}, 'options': {}, 'failures': []}
+    derivation['error'] = None
     return derivation if explain else derivation['profile']
 
 
@@ -43,9 +48,16 @@ def profile_document(derivation, node_class, nodes, when):
     return document(node_class, derivation, list(nodes), when)
 
 
+def profile_file_state(text):
+    if not isinstance(text, str):
+        raise AnsibleFilterError('profile_file_state: the input must be the text of a file')
+    return file_state(text)
+
+
 class FilterModule(object):
     def filters(self):
         return {
+            'profile_file_state': profile_file_state,
             'profile_from_topology': profile_from_topology,
             'profile_differences': profile_differences,
             'profile_document': profile_document,

@@ -16,6 +16,7 @@ __metaclass__ = type
 
 import collections
 import fnmatch
+import hashlib
 import json
 import re
 
@@ -46,15 +47,16 @@ def option_errors(options):
     return errors
 
 
-def _most_common(values):
-    """The value most of ``values`` have (ties: the larger, so that a lone better GPU cannot lower the class);
-    None when there is none."""
+def _most_common(values, prefer=None):
+    """The value most of ``values`` have (ties: ``prefer`` when it is one of them, else the larger, so that a lone
+    better GPU cannot lower the class); None when there is none."""
     values = [v for v in values if v is not None]
     if not values:
         return None
     counts = collections.Counter(values)
     top = max(counts.values())
-    return max(v for v, n in counts.items() if n == top)
+    tied = [v for v, n in counts.items() if n == top]
+    return prefer if prefer in tied else max(tied)
 
 
 class _Derivation(object):
@@ -84,7 +86,8 @@ class _Derivation(object):
             self.skip('gpu_model', 'no GPU name could be read')
         elif self.options['gpu_model'] == 'family':
             family = gpu_family(name)
-            self.put('gpu_model', _glob_literal(family) + '*', 'the family of %s (option gpu_model: family)' % name)
+            glob = _glob_literal(family) + ('[ -]*' if name != family else '')
+            self.put('gpu_model', glob, 'the model of %s (option gpu_model: family)' % name)
         else:
             self.put('gpu_model', _glob_literal(name), 'the GPU name')
         version = self.topology.get('driver_version')
@@ -172,55 +175,67 @@ class _Derivation(object):
             self.skip('nvlink_active_links', 'no GPU has an active NVLink link')
 
     def mig_devices(self):
-        if self.profile.get('mig_mode') != 'Enabled' and not any(g.get('mig_mode') == 'Enabled' for g in self.gpus):
+        """With MIG on a GPU: the entries of a mig-parted configuration, the GPUs grouped by their GPU instances. A
+        GPU whose MIG mode could not be read is in no entry: ``mig_mode`` (kept) fails it as ``not checked``."""
+        modes = dict((g['index'], g.get('mig_mode')) for g in self.gpus if g.get('mig_mode') in _MODES)
+        if 'Enabled' not in modes.values():
             return
         mig = self.topology.get('mig') or {}
         if mig.get('unreadable') or mig.get('instances') is None:
             self.skip('mig_devices', 'the GPU instances could not be listed: %s' % (mig.get('unreadable') or 'no '
                                                                                   'nvidia-smi mig -lgi in the facts'))
             return
-        groups = dict()
-        for gpu in self.gpus:
-            if gpu.get('mig_mode') == 'Enabled':
-                counts = collections.Counter(i.get('name') for i in mig['instances'].get(str(gpu['index'])) or [])
+        groups = {}
+        for index, mode in sorted(modes.items()):
+            if mode == 'Enabled':
+                counts = collections.Counter(i.get('name') for i in mig['instances'].get(str(index)) or [])
                 state = (True, tuple(sorted(counts.items())))
             else:
                 state = (False, ())
-            groups.setdefault(state, []).append(gpu['index'])
+            groups.setdefault(state, []).append(index)
         entries = []
         for (enabled, devices), indices in groups.items():
-            entry = dict([('devices', indices), ('mig-enabled', enabled)])
+            entry = {'devices': indices, 'mig-enabled': enabled}
             if enabled:
                 entry['mig-devices'] = dict(devices)
             entries.append(entry)
-        if len(groups) > 1:
+        if len(set(modes.values())) > 1 and len(modes) == len(self.gpus):
             self.profile.pop('mig_mode', None)
             self.notes.pop('mig_mode', None)
-            self.skip('mig_mode', 'GPUs differ in MIG mode: mig_devices says which GPU has which')
+            self.skip('mig_mode', 'MIG is on some GPUs only: mig_devices says which GPU has which mode')
         self.put('mig_devices', entries, 'the GPU instances of each GPU, as mig-parted entries')
 
     # ------------------------------------------------------------ NICs
 
     def compute_nics(self):
-        """The NICs closest to the GPUs that exist in sysfs, and the others (storage, in-band)."""
+        """``(compute NICs, the class's GPU-to-NIC relation, why not)``: each GPU's closest NICs that exist in sysfs,
+        at the relation most GPUs have to their closest NIC; a GPU whose closest NIC is farther (its rail lost) adds
+        none, and fails ``gpu_nic_relation_max`` against the profile instead of widening the class to storage NICs."""
         if 'sys/class/infiniband' in (self.topology.get('missing') or []):
-            return None, 'sysfs class/infiniband is not available (no RDMA stack loaded?)'
+            return None, None, 'sysfs class/infiniband is not available (no RDMA stack loaded?)'
         nics = dict((n['name'], n) for n in self.topology.get('nics') or [])
         if not nics:
-            return None, 'the node has no RDMA NIC'
+            return None, None, 'the node has no RDMA NIC'
         matrix = self.topology.get('matrix') or {}
         gpus = [n for n in matrix if is_gpu(n)]
         if not gpus:
-            return None, 'no readable topo -m matrix: the NICs closest to the GPUs cannot be told'
+            return None, None, 'no readable topo -m matrix: the NICs closest to the GPUs cannot be told'
+        closest = dict((gpu, closest_nics(matrix, gpu, [n for n in matrix.get(gpu, {}) if n in nics])) for gpu in gpus)
+        ranks = [PCIE_RELATION_RANK[rel] for rel, _names in closest.values() if rel is not None]
+        if not ranks:
+            return None, None, 'topo -m relates no GPU to a NIC present in sysfs'
+        counts = collections.Counter(ranks)
+        top = max(counts.values())
+        rank = min(r for r, n in counts.items() if n == top)     # a tie: the closer, so that the node is refused
+        relation = [rel for rel, r in sorted(PCIE_RELATION_RANK.items()) if r == rank][0]
         chosen = set()
-        for gpu in gpus:
-            chosen.update(closest_nics(matrix, gpu, [n for n in matrix.get(gpu, {}) if n in nics])[1])
-        if not chosen:
-            return None, 'topo -m relates no GPU to a NIC present in sysfs'
-        return [nics[n] for n in sorted(chosen, key=_natural)], None
+        for rel, names in closest.values():
+            if rel is not None and PCIE_RELATION_RANK[rel] <= rank:
+                chosen.update(names)
+        return [nics[n] for n in sorted(chosen, key=_natural)], relation, None
 
     def nic_keys(self):
-        compute, why = self.compute_nics()
+        compute, relation, why = self.compute_nics()
         nic_keys = [c.key for c in CHECKS if c.key and (c.key.startswith('nic_') or c.key == 'gpu_nic_relation_max')]
         if compute is None:
             for key in nic_keys:
@@ -238,7 +253,7 @@ class _Derivation(object):
         for key, field, what in (('nic_port_state', 'state', 'state'), ('nic_link_layer', 'link_layer', 'link layer'),
                                  ('nic_rate_min_gbps', 'rate_gbps', 'rate')):
             values = [p.get(field) for p in ports]
-            value = _most_common(values)
+            value = _most_common(values, prefer='ACTIVE' if field == 'state' else None)
             if value is None:
                 self.skip(key, 'no port %s could be read' % what)
             else:
@@ -252,7 +267,7 @@ class _Derivation(object):
                                          'came up; set a budget if the fabric team has one')
         self.skip('nic_retrans_ratio_max', 'site policy: a RoCE retransmission budget in percent (0.1 is common)')
         self.rdma_modes(compute)
-        self.gpu_nic_relation(names)
+        self.put('gpu_nic_relation_max', relation, 'the relation most GPUs have to their closest NIC')
 
     def rdma_modes(self, compute):
         layer = self.profile.get('nic_link_layer')
@@ -277,18 +292,6 @@ class _Derivation(object):
                 'every NIC (the rdma role sets it: rdma_roce_priority)'
             self.skip('nic_pfc_priority', why)
             self.skip('nic_roce_dcqcn', why)
-
-    def gpu_nic_relation(self, names):
-        matrix = self.topology.get('matrix') or {}
-        worst = None
-        for gpu in (n for n in matrix if is_gpu(n)):
-            relation = closest_nics(matrix, gpu, names)[0]
-            if relation is not None and (worst is None or PCIE_RELATION_RANK[relation] > PCIE_RELATION_RANK[worst]):
-                worst = relation
-        if worst is None:
-            self.skip('gpu_nic_relation_max', 'no GPU-to-NIC relation in topo -m')
-        else:
-            self.put('gpu_nic_relation_max', worst, 'the farthest GPU from its closest NIC')
 
     # ------------------------------------------------------------ node
 
@@ -475,4 +478,20 @@ def document(node_class, derivation, nodes, when=None, by='playbooks/profile.yml
             body.extend('    - %s' % _flow(item) for item in value)
         else:
             body.append(line)
+    head += ['# playbooks/profile.yml replaces this file only while what follows is unchanged:',
+             _SUM + hashlib.sha256('\n'.join(body).encode('utf-8')).hexdigest()]
     return '\n'.join(head + body) + '\n'
+
+
+_SUM = '# sha256 of the profile: '
+
+
+def file_state(text):
+    """What a class file on disk is to ``document``: ``ours`` (written by it, unchanged since), ``edited`` (written
+    by it, changed since: a review's edits) or ``foreign`` (not written by it)."""
+    match = re.search(r'^%s([0-9a-f]{64})\b' % re.escape(_SUM), text, re.M)
+    start = re.search(r'^gpuops_node_class:', text, re.M)
+    if not match or not start:
+        return 'foreign'
+    body = text[start.start():].rstrip('\n')
+    return 'ours' if hashlib.sha256(body.encode('utf-8')).hexdigest() == match.group(1) else 'edited'

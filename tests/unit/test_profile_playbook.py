@@ -39,7 +39,8 @@ def _bundle(tmp, host, profile, port_state=None, rate=None):
     return path
 
 
-def _run(tmp, hosts, *args):
+def _run(tmp, hosts, *args, **kwargs):
+    group = kwargs.get('group', 'dgx_h100')
     exe = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
     if not os.path.exists(exe):
         exe = shutil.which('ansible-playbook')
@@ -51,6 +52,7 @@ def _run(tmp, hosts, *args):
         for host, bundle in hosts.items():
             handle.write('%s ansible_connection=local ansible_python_interpreter=%s gpuops_bundle_dir=%s\n'
                          % (host, sys.executable, bundle))
+        handle.write('[%s]\n%s\n' % (group, '\n'.join(hosts)))
     # PWD as a shell sets it: a relative gpuops_profile_dest is taken from it
     env = dict(os.environ, ANSIBLE_NOCOLOR='1', ANSIBLE_LOCAL_TEMP=os.path.join(tmp, 'ansible-local'),
                ANSIBLE_RETRY_FILES_ENABLED='0', PWD=tmp)
@@ -71,7 +73,7 @@ def test_two_good_nodes_give_the_class_file(tmp_path):
         text = handle.read()
     header = ' '.join(line.lstrip('# ') for line in text.splitlines()[1:4])
     assert re.match(r'Node class dgx_h100: profile derived by playbooks/profile.yml from gpu-a01, gpu-a02 on '
-                    r'\d{4}-\d\d-\d\d \d\d:\d\d UTC \(options driver_version: branch, gpu_model: exact, '
+                    r'\d{4}-\d\d-\d\d \(options driver_version: branch, gpu_model: exact, '
                     r'nic_names: glob\)', header), header
     data = yaml.safe_load(text)
     assert data['gpuops_node_class'] == 'dgx_h100'
@@ -111,7 +113,7 @@ def test_a_file_profile_yml_did_not_write_is_kept(tmp_path):
     os.makedirs(os.path.dirname(_written(tmp, 'dgx_a100')))
     with open(_written(tmp, 'dgx_a100'), 'w') as handle:
         handle.write('nccl_test_min_busbw_gbps: 200\n')
-    run = _run(tmp, hosts, '-e', 'gpuops_profile_class=dgx_a100')
+    run = _run(tmp, hosts, '-e', 'gpuops_profile_class=dgx_a100', group='dgx_a100')
     assert run.returncode == 2, run.stdout
     assert 'exists and was not written by playbooks/profile.yml' in run.stdout
     with open(_written(tmp, 'dgx_a100')) as handle:
@@ -125,11 +127,12 @@ def test_the_class_directory_and_a_relative_destination(tmp_path):
     hosts = {'gpu-a01': _bundle(tmp, 'gpu-a01', A100)}
     directory = os.path.join(tmp, 'inventory', 'group_vars', 'dgx_a100')
     os.makedirs(directory)
-    run = _run(tmp, hosts, '-e', 'gpuops_profile_class=dgx_a100')
+    run = _run(tmp, hosts, '-e', 'gpuops_profile_class=dgx_a100', group='dgx_a100')
     assert run.returncode == 0, run.stdout
     assert os.path.exists(os.path.join(directory, 'dgx_a100.yml'))
     assert not os.path.exists(_written(tmp, 'dgx_a100'))
-    run = _run(tmp, hosts, '-e', 'gpuops_profile_class=dgx_a100', '-e', 'gpuops_profile_dest=out/classes')
+    run = _run(tmp, hosts, '-e', 'gpuops_profile_class=dgx_a100', '-e', 'gpuops_profile_dest=out/classes',
+               group='dgx_a100')
     assert run.returncode == 0, run.stdout
     assert os.path.exists(os.path.join(tmp, 'out', 'classes', 'dgx_a100.yml'))
 
@@ -137,7 +140,7 @@ def test_the_class_directory_and_a_relative_destination(tmp_path):
 def test_check_mode_shows_the_file_and_writes_nothing(tmp_path):
     tmp = str(tmp_path)
     run = _run(tmp, {'gpu-a01': _bundle(tmp, 'gpu-a01', A100)}, '-e', 'gpuops_profile_class=dgx_a100', '--check',
-               '--diff')
+               '--diff', group='dgx_a100')
     assert run.returncode == 0, run.stdout
     assert '+  nvlink_relation: "NV12"  # every GPU pair of the matrix' in run.stdout
     assert 'Would write %s' % _written(tmp, 'dgx_a100') in run.stdout
@@ -146,7 +149,9 @@ def test_check_mode_shows_the_file_and_writes_nothing(tmp_path):
 
 @pytest.mark.parametrize('args, message', [
     ((), 'gpuops_profile_class is required (-e gpuops_profile_class=<node class>)'),
-    (('-e', 'gpuops_profile_class=9x'), 'gpuops_profile_class must be a group name'),
+    (('-e', 'gpuops_profile_class=9x'), 'gpuops_profile_class must be the name of a node class group'),
+    (('-e', 'gpuops_profile_class=all'), 'gpuops_profile_class must be the name of a node class group'),
+    (('-e', 'gpuops_profile_class=dgx_h10'), 'the inventory has no node in a group dgx_h10 (gpuops_profile_class)'),
     (('-e', 'gpuops_profile_class=c', '-e', 'gpuops_profile_nic_names=all'),
      'value of gpuops_profile_nic_names must be one of: exact, glob, got: all'),
     (('-e', 'gpuops_profile_class=c', '-e', 'gpuops_profile_driver_version=latest'),
@@ -157,4 +162,47 @@ def test_bad_variables_are_refused_before_the_node_is_read(tmp_path, args, messa
     run = _run(tmp, {'gpu-a01': os.path.join(tmp, 'no-bundle')}, *args)
     assert run.returncode == 2, run.stdout
     assert message in run.stdout
-    assert 'Read the node' not in run.stdout
+    assert 'Derive a node class profile' not in run.stdout
+
+
+def test_an_edited_class_file_is_replaced_only_when_asked(tmp_path):
+    tmp = str(tmp_path)
+    hosts = {'gpu-a01': _bundle(tmp, 'gpu-a01', H100)}
+    assert _run(tmp, hosts, '-e', 'gpuops_profile_class=dgx_h100').returncode == 0
+    with open(_written(tmp)) as handle:
+        edited = handle.read() + '  nic_link_downed_max: 5  # site policy\n'
+    with open(_written(tmp), 'w') as handle:
+        handle.write(edited)
+    run = _run(tmp, hosts, '-e', 'gpuops_profile_class=dgx_h100')
+    assert run.returncode == 2, run.stdout
+    assert 'was written by playbooks/profile.yml and changed since (a review\'s edits would be lost)' in run.stdout
+    assert 'gpuops_profile_replace=true' in run.stdout
+    with open(_written(tmp)) as handle:
+        assert handle.read() == edited
+    run = _run(tmp, hosts, '-e', 'gpuops_profile_class=dgx_h100', '-e', 'gpuops_profile_replace=true')
+    assert run.returncode == 0, run.stdout
+    with open(_written(tmp)) as handle:
+        assert 'nic_link_downed_max: 5' not in handle.read()
+
+
+def test_a_host_outside_the_class_group_is_refused(tmp_path):
+    tmp = str(tmp_path)
+    run = _run(tmp, {'gpu-a01': _bundle(tmp, 'gpu-a01', H100)}, '-e', 'gpuops_profile_class=dgx_h100',
+               '-e', 'gpuops_profile_hosts=all', '-e', 'gpuops_profile_dest=' + tmp, group='dgx_a100')
+    assert run.returncode == 2, run.stdout
+    assert 'the inventory has no node in a group dgx_h100 (gpuops_profile_class)' in run.stdout
+
+
+def test_a_host_list_inventory_has_no_class_group(tmp_path):
+    """-i host, has no groups (and no group_vars): refused before the node is read."""
+    tmp = str(tmp_path)
+    bundle = _bundle(tmp, 'gpu-a01', H100)
+    exe = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    env = dict(os.environ, ANSIBLE_NOCOLOR='1', PWD=tmp)
+    base = [exe, '-i', 'gpu-a01,', PLAYBOOK, '-e', 'gpuops_profile_class=ungrouped_x', '-e',
+            'ansible_connection=local', '-e', 'ansible_python_interpreter=' + sys.executable,
+            '-e', 'gpuops_bundle_dir=' + bundle, '-e', 'gpuops_profile_hosts=all']
+    run = subprocess.run(base, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                         timeout=120, env=env, check=False)
+    assert run.returncode == 2, run.stdout
+    assert 'the inventory has no node in a group ungrouped_x' in run.stdout

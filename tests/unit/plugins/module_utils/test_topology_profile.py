@@ -68,7 +68,7 @@ def test_derived_values_of_the_h100_node(tmp_path):
     assert derived['gpu_nic_relation_max'] == 'PIX'
     globbed = TP.derive(_gather(_tree(H100), tmp_path, 'h100-glob'), {'nic_names': 'glob', 'gpu_model': 'family'})
     assert globbed['profile']['nic_names'] == ['mlx5_[0-25-8]', 'mlx5_11']
-    assert globbed['profile']['gpu_model'] == 'NVIDIA H100*'
+    assert globbed['profile']['gpu_model'] == 'NVIDIA H100[ -]*'
 
 
 @pytest.mark.parametrize('names,others,globs', [
@@ -235,3 +235,86 @@ def test_bad_options_and_a_node_without_driver_are_refused(tmp_path):
     F.FAULTS['driver_not_loaded'].apply(tree)
     with pytest.raises(TP.ProfileError, match="couldn't communicate with the NVIDIA driver"):
         TP.derive(_gather(tree, tmp_path, 'nodriver'))
+
+
+# ---------------------------------------------------------------- transforms of the facts (documented in each test)
+
+def _h100_facts(tmp_path, label='h100'):
+    return _gather(_tree(H100), tmp_path, label)
+
+
+def test_a_node_that_lost_a_rail_is_refused_not_widened_to_storage_nics(tmp_path):
+    """Transform: mlx5_5 (GPU3's rail) removed from sysfs and from every row of the matrix, as when its HCA is gone
+    from the bus. GPU3's closest NIC is then farther than the others' (PIX): the class keeps the seven rails at PIX,
+    and GPU3 fails gpu_nic_relation instead of pulling the storage ports into nic_names."""
+    topology = _h100_facts(tmp_path)
+    gpu3 = [g for g, row in topology['matrix'].items() if row.get('mlx5_5') == 'PIX' and g.startswith('GPU')]
+    topology['nics'] = [n for n in topology['nics'] if n['name'] != 'mlx5_5']
+    for row in topology['matrix'].values():
+        row.pop('mlx5_5', None)
+    topology['matrix'].pop('mlx5_5', None)
+    derived = TP.derive(topology)
+    assert derived['profile']['nic_names'] == ['mlx5_0', 'mlx5_1', 'mlx5_2', 'mlx5_6', 'mlx5_7', 'mlx5_8', 'mlx5_11']
+    assert derived['profile']['gpu_nic_relation_max'] == 'PIX'
+    assert [(f['check'], f['subject']) for f in derived['failures']] == [('gpu_nic_relation', gpu3[0])]
+
+
+def test_an_unused_second_port_does_not_make_the_class_down(tmp_path):
+    """Transform: every compute rail given a second port, DOWN (a dual-port card with one port cabled). The class
+    wants ACTIVE and the node is refused naming each DOWN port, instead of a class that wants DOWN ports."""
+    topology = _h100_facts(tmp_path)
+    for nic in topology['nics']:
+        port = copy.deepcopy(nic['ports'][0])
+        port.update(port=2, state='DOWN', phys_state='Disabled')
+        nic['ports'].append(port)
+    derived = TP.derive(topology)
+    assert derived['profile']['nic_port_state'] == 'ACTIVE'
+    assert sorted(set(f['subject'] for f in derived['failures'] if f['check'] == 'nic_port_state')) == sorted(
+        '%s/2' % n for n in derived['profile']['nic_names'])
+
+
+def test_a_gpu_whose_mig_mode_cannot_be_read_is_not_passed_by_mig_devices(tmp_path):
+    """Transform: MIG on GPUs 0-6 with seven 1g.10gb each (one compute instance each), GPU7's MIG mode N/A."""
+    topology = _h100_facts(tmp_path)
+    instances = {}
+    for gpu in topology['gpus']:
+        if gpu['index'] == 7:
+            gpu['mig_mode'] = None
+            continue
+        gpu['mig_mode'] = gpu['mig_mode_pending'] = 'Enabled'
+        instances[str(gpu['index'])] = [{'name': '1g.10gb', 'id': 7 + i} for i in range(7)]
+        gpu['mig_devices'] = 7
+        gpu['mig_device_gpu_instances'] = [7 + i for i in range(7)]
+    topology['mig'] = {'instances': instances, 'unreadable': None}
+    derived = TP.derive(topology)
+    assert derived['profile']['mig_mode'] == 'Enabled'
+    assert derived['profile']['mig_devices'] == [{'devices': [0, 1, 2, 3, 4, 5, 6], 'mig-enabled': True,
+                                                  'mig-devices': {'1g.10gb': 7}}]
+    assert [(f['check'], f['subject'], f['actual']) for f in derived['failures']] == [
+        ('mig_mode', 'GPU7', 'not checked')]
+
+
+@pytest.mark.parametrize('name,others', [
+    ('NVIDIA A100-SXM4-40GB', ['NVIDIA A10', 'NVIDIA A100X', 'NVIDIA A1000']),
+    ('NVIDIA L4', ['NVIDIA L40S', 'NVIDIA L40']),
+    ('Tesla T4', ['Tesla T40']),
+])
+def test_a_model_family_glob_matches_no_other_model(name, others, tmp_path):
+    import fnmatch
+    topology = _h100_facts(tmp_path)
+    for gpu in topology['gpus']:
+        gpu['name'] = name
+    glob_ = TP.derive(topology, {'gpu_model': 'family'})['profile']['gpu_model']
+    assert fnmatch.fnmatchcase(name, glob_)
+    assert not [o for o in others if fnmatch.fnmatchcase(o, glob_)]
+
+
+def test_file_state_tells_ours_edited_and_foreign(tmp_path):
+    derived = TP.derive(_h100_facts(tmp_path))
+    text = TP.document('dgx_h100', derived, ['gpu-a01'], '2026-12-01')
+    assert TP.file_state(text) == 'ours'
+    assert TP.file_state(text.replace('nic_count: 8', 'nic_count: 7')) == 'edited'
+    assert TP.file_state(text + '  nic_link_downed_max: 5\n') == 'edited'
+    assert TP.file_state(text.replace('# Node class', '# node class')) == 'ours'     # the header is free text
+    assert TP.file_state('gpuops_node_class: dgx_h100\ngpuops_node_class_profile: {gpu_count: 8}\n') == 'foreign'
+    assert TP.file_state('nccl_test_min_busbw_gbps: 400\n') == 'foreign'
