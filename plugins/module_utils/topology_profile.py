@@ -21,7 +21,7 @@ import json
 import re
 
 from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_topo import PCIE_RELATION_RANK, closest_nics, is_gpu
-from ansible_collections.gpuops.node.plugins.module_utils.topology_check import BY_KEY, CHECKS, check_profile
+from ansible_collections.gpuops.node.plugins.module_utils.topology_check import CHECKS, check_profile
 
 # option -> its choices, the first the default
 OPTIONS = dict([
@@ -182,8 +182,8 @@ class _Derivation(object):
             return
         mig = self.topology.get('mig') or {}
         if mig.get('unreadable') or mig.get('instances') is None:
-            self.skip('mig_devices', 'the GPU instances could not be listed: %s' % (mig.get('unreadable') or 'no '
-                                                                                  'nvidia-smi mig -lgi in the facts'))
+            why = mig.get('unreadable') or 'no nvidia-smi mig -lgi in the facts'
+            self.skip('mig_devices', 'the GPU instances could not be listed: %s' % why)
             return
         groups = {}
         for index, mode in sorted(modes.items()):

@@ -59,8 +59,8 @@ def test_simulated_node_passes_the_profile_derived_from_it(name, options, tmp_pa
 
 def test_derived_values_of_the_h100_node(tmp_path):
     derived = TP.derive(_gather(_tree(H100), tmp_path, 'h100'))['profile']
-    assert (derived['gpu_count'], derived['gpu_model'], derived['driver_version']) == (8, 'NVIDIA H100 80GB HBM3',
-                                                                                        '545.*')
+    assert (derived['gpu_count'], derived['gpu_model']) == (8, 'NVIDIA H100 80GB HBM3')
+    assert derived['driver_version'] == '545.*'
     assert (derived['nvlink_relation'], derived['nvlink_active_links'], derived['pcie_gen_min']) == ('NV18', 18, 5)
     # the compute rails: the NICs PIX to a GPU; the storage ports (PIX only to each other) are left out
     assert derived['nic_names'] == ['mlx5_0', 'mlx5_1', 'mlx5_2', 'mlx5_5', 'mlx5_6', 'mlx5_7', 'mlx5_8', 'mlx5_11']
@@ -196,7 +196,7 @@ def _expected_fault_checks():
     return [(spec, expected[spec.split(':')[0]]) for spec in specs]
 
 
-@pytest.mark.parametrize('spec,checks', _expected_fault_checks(), ids=lambda v: str(v).split(':')[0])
+@pytest.mark.parametrize('spec,checks', _expected_fault_checks(), ids=lambda v: str(v).split(':', maxsplit=1)[0])
 def test_each_fault_fails_the_profile_derived_from_the_healthy_node(spec, checks, tmp_path):
     """The faults scenario's faults, with its reviewed expectations, against the profile derived from the healthy
     H100 node instead of the hand-written one."""
