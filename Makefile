@@ -4,9 +4,11 @@
 #   make lint            yamllint + ansible-lint (production profile, offline) + changelog-lint
 #   make sanity          ansible-test sanity on a copy of the collection (tests/scripts/sanity.sh)
 #   make units           pytest tests/unit (collection importable as ansible_collections.gpuops.node)
+#   make browser         pytest tests/browser: rack report pages rendered by headless chromium, checked through
+#                        the DOM it builds; full-page screenshots in .build/screenshots/ (needs chromium)
 #   make molecule        every molecule scenario, one after another (molecule test -s NAME)
 #   make molecule-NAME   one scenario
-#   make test            lint sanity units molecule, stopping at the first failure
+#   make test            lint sanity units browser molecule, stopping at the first failure
 #   make images          build the podman base images the scenarios use (localhost/gpuops-base:SUITE)
 #   make clean           remove build and test output (keeps .venv and the images)
 #   make demo            a virtual rack of simulated GPU nodes (podman containers) rolled out with site.yml;
@@ -59,7 +61,7 @@ MOLECULE_LOCK ?= /tmp/gpuops-node-molecule.lock
 # Base image suites used by the scenarios (localhost/gpuops-base:SUITE).
 IMAGE_SUITES ?= $(or $(sort $(shell sed -n 's/.*localhost\/gpuops-base:\([a-z]*\).*/\1/p' molecule/*/molecule.yml 2>/dev/null)),bookworm)
 
-.PHONY: help venv collection-link lint yamllint ansible-lint changelog-lint sanity units \
+.PHONY: help venv collection-link lint yamllint ansible-lint changelog-lint sanity units browser \
         images molecule $(MOLECULE_TARGETS) test clean
 
 help:
@@ -121,6 +123,14 @@ units: collection-link
 	  $(TIMED) units $(BIN)/python -m pytest tests/unit -p no:cacheprovider -ra $(PYTEST_ARGS) \
 	  || { rc=$$?; if [ $$rc -eq 5 ]; then echo "units: pytest collected no tests (exit 5): failing" >&2; fi; exit $$rc; }
 
+# ---------------------------------------------------------------- browser
+# The rack report page in headless chromium (tests/browser): skipped without chromium, failed without it
+# when CI is set. Screenshots: $(BUILD)/screenshots/. pytest's exit 5 is a failure here too.
+browser: collection-link
+	@PYTHONPATH=$(COLLECTIONS_ROOT)$${PYTHONPATH:+:$$PYTHONPATH} \
+	  $(TIMED) browser $(BIN)/python -m pytest tests/browser -p no:cacheprovider -ra $(PYTEST_ARGS) \
+	  || { rc=$$?; if [ $$rc -eq 5 ]; then echo "browser: pytest collected no tests (exit 5): failing" >&2; fi; exit $$rc; }
+
 # ---------------------------------------------------------------- molecule
 images:
 	@for suite in $(IMAGE_SUITES); do $(TIMED) image-$$suite bash tests/images/build-image.sh $$suite; done
@@ -133,8 +143,8 @@ $(MOLECULE_TARGETS): molecule-%: collection-link images
 
 # ---------------------------------------------------------------- all
 # Prerequisites run in order; make stops at the first one that fails.
-test: host lint build sanity units molecule demo-check
-	@echo "== make test: lint, build, sanity, units, molecule ($(MOLECULE_SCENARIOS)) and the demo passed"
+test: host lint build sanity units browser molecule demo-check
+	@echo "== make test: lint, build, sanity, units, browser, molecule ($(MOLECULE_SCENARIOS)) and the demo passed"
 
 clean:
 	rm -rf $(BUILD)/collections $(BUILD)/sanity $(BUILD)/sanity-bin tests/output .pytest_cache
@@ -160,9 +170,10 @@ demo: host collection-link
 # What `make demo` and `make test` need from the machine (as root on Debian/Ubuntu): apt packages when a
 # tool is missing, and podman's runtime set to runc (crun fails on hybrid cgroup hosts).
 # prometheus: for promtool, which checks and tests the dcgm role's alert rules (make units)
+# chromium: the headless browser that renders the rack report page (make browser)
 HOST_APT_PACKAGES := podman runc debootstrap make rsync git shellcheck util-linux python3 python3-venv ca-certificates tar \
-                     apt-utils gpg prometheus
-HOST_TOOLS := podman runc debootstrap rsync git shellcheck flock python3 apt-ftparchive gpg promtool
+                     apt-utils gpg prometheus chromium
+HOST_TOOLS := podman runc debootstrap rsync git shellcheck flock python3 apt-ftparchive gpg promtool chromium
 
 host:
 	@missing=""; \

@@ -25,8 +25,9 @@
 6. checks the rack report (.build/demo/reports/rack-report.json): every node provisioned or validated, its
    acceptance gates (the DCGM diagnostic, the NCCL bus bandwidth) passed, except the faulty node, which must be
    held back by failures of the checks its fault breaks, and nothing else (a fault only a gate sees,
-   dcgm_diag_fail or nccl_slow, must fail its node by that gate); prints the Markdown report. Exit status 0 only
-   when the report says exactly that.
+   dcgm_diag_fail or nccl_slow, must fail its node by that gate); prints the Markdown report and the path of the
+   HTML page (rack-report.html: each node's topology drawn, failures marked). Exit status 0 only when the report
+   says exactly that.
 
 Stdlib only (PyYAML is used for the layout file when importable); Python 3.8+.
 """
@@ -424,6 +425,7 @@ def cmd_up(args):
 
     json_path = os.path.join(report_dir, 'rack-report.json')
     md_path = os.path.join(report_dir, 'rack-report.md')
+    html_path = os.path.join(report_dir, 'rack-report.html')
     if not os.path.isfile(json_path):
         raise DemoError('no rack report was written (%s); see the ansible-playbook output above' % json_path)
     with open(json_path) as handle:
@@ -431,6 +433,8 @@ def cmd_up(args):
     problems = check_report(report, nodes, fault)
     if rc != 0:
         problems.insert(0, 'ansible-playbook exited %d' % rc)
+    if not os.path.isfile(html_path):
+        problems.append('no HTML page was written (%s)' % html_path)
 
     log('rack report: %s (also .json, .xml)' % os.path.relpath(md_path, REPO))
     print('')
@@ -460,6 +464,7 @@ def cmd_up(args):
             % (counts, fault['node'], fault['spec'], named, elapsed))
     else:
         log('OK: %s; done in %ds' % (counts, elapsed))
+    log('the rack report as a page, each node\'s topology drawn: %s' % html_path)
     return 0
 
 

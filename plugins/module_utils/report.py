@@ -761,10 +761,12 @@ def render_junit(report):
 
 
 def render_all(records, title=None, racks=None):
-    """Build the report and render it. Returns (report, {'json','markdown','junit'})."""
+    """Build the report and render it. Returns (report, {'json','markdown','junit','html'})."""
+    from ansible_collections.gpuops.node.plugins.module_utils.report_html import render_html
     report = build_report(records, title, racks)
     return report, {
         'json': render_json(report),
         'markdown': render_markdown(report),
         'junit': render_junit(report),
+        'html': render_html(report),
     }

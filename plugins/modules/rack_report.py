@@ -10,12 +10,12 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 ---
 module: rack_report
-short_description: Write the rack report of a GPU node rollout as JSON, Markdown and JUnit XML
+short_description: Write the rack report of a GPU node rollout as JSON, Markdown, JUnit XML and an HTML page
 version_added: 0.1.0
 description:
   - Builds a report from one record per host (pre-change check, changes, reboot, post-change check, regressions,
-    status), grouped by rack, and writes it to O(dest) as C(<basename>.json), C(<basename>.md) and
-    C(<basename>.xml).
+    status), grouped by rack, and writes it to O(dest) as C(<basename>.json), C(<basename>.md),
+    C(<basename>.xml) and C(<basename>.html).
   - Every status is decided here, from what each step of the run returned; RV(failing) names the hosts the play
     must fail after the report, with the reason.
   - The Markdown file has a summary table per rack, the checks each host deferred to the post-change check, and a
@@ -23,6 +23,13 @@ description:
     report of a check-mode run says so at the top, and its changes are what a real run would make.
   - The JUnit XML file has one C(testsuite) per rack and one C(testcase) per host and check phase, so CI systems can
     show node health like test results.
+  - The HTML page is one self-contained file (inline CSS and SVG, no script, nothing fetched from the network).
+    It has the summary per rack, then every host with its status, failed checks and regressions, and a drawing of its
+    topology from the record's C(drawing) (P(gpuops.node.topology_drawing#filter)) or C(gpu_topology). The drawing
+    has the GPUs and NICs in columns by NUMA node, the NVSwitches, NVLink with its link counts, each GPU's closest
+    NIC with the relation, and what a failure or regression names marked on it with its message. Hosts of one node
+    class with the same topology and nothing failed share one drawing. Its changes are not shown in the diff (the
+    other files' are).
   - Output is deterministic; a file is only rewritten when its content differs, so running the module twice with the
     same records reports no change.
   - Meant to run on the controller, usually with C(delegate_to=localhost) and C(run_once=true), with records built
@@ -59,8 +66,10 @@ options:
         failed (an error), reboot required, then the post-change check and the gates (V(provisioned) or V(failed)) or,
         without one,
         the pre-change check (V(validated) or V(failed)).
+      - V(drawing) is what P(gpuops.node.topology_drawing#filter) makes of the host's C(gpu_topology); the HTML page
+        draws it (or the record's V(gpu_topology) when there is no V(drawing)).
       - Other keys, for example V(gpu_topology), are kept in the per-host files (see O(host_dir)) and left out of the
-        rack report.
+        JSON, Markdown and JUnit reports.
     type: list
     elements: dict
     required: true
@@ -213,6 +222,10 @@ paths:
       description: Path of the JUnit XML report.
       type: str
       sample: /srv/gpuops/reports/rack-report.xml
+    html:
+      description: Path of the HTML page.
+      type: str
+      sample: /srv/gpuops/reports/rack-report.html
     hosts:
       description: Paths of the per-host JSON files, empty unless O(host_dir) is set.
       type: list
@@ -397,12 +410,13 @@ def run_module(module):
         'json': os.path.join(dest, basename + '.json'),
         'markdown': os.path.join(dest, basename + '.md'),
         'junit': os.path.join(dest, basename + '.xml'),
+        'html': os.path.join(dest, basename + '.html'),
         'hosts': [],
     }
     files = [(paths['json'], rendered['json']), (paths['markdown'], rendered['markdown']),
-             (paths['junit'], rendered['junit'])]
+             (paths['junit'], rendered['junit']), (paths['html'], rendered['html'])]
     owners = [('the JSON report', paths['json']), ('the Markdown report', paths['markdown']),
-              ('the JUnit report', paths['junit'])]
+              ('the JUnit report', paths['junit']), ('the HTML page', paths['html'])]
     if params['host_dir']:
         records = [record for rack in report['racks'] for record in rack['hosts']]
         names = host_filenames([record['host'] for record in records])
@@ -442,7 +456,7 @@ def run_module(module):
             continue
         result['changed'] = True
         result['changed_files'].append(path)
-        if module._diff:
+        if module._diff and path != paths['html']:
             diffs.append({'before_header': path, 'after_header': path,
                           'before': to_text(before or b'', errors='surrogate_or_replace'),
                           'after': to_text(content, errors='surrogate_or_strict')})

@@ -39,15 +39,20 @@ RECORDS = [
 ]
 
 
-def test_writes_three_files_and_summary(tmp_path):
+def test_writes_four_files_and_summary(tmp_path):
     dest = tmp_path / 'reports'
     result = run({'records': RECORDS, 'dest': str(dest), 'title': 'Rollout'})
     assert result['changed'] is True
     assert result['paths']['json'] == str(dest / 'rack-report.json')
     assert result['paths']['markdown'] == str(dest / 'rack-report.md')
     assert result['paths']['junit'] == str(dest / 'rack-report.xml')
+    assert result['paths']['html'] == str(dest / 'rack-report.html')
     assert result['paths']['hosts'] == []
-    assert sorted(os.listdir(str(dest))) == ['rack-report.json', 'rack-report.md', 'rack-report.xml']
+    assert sorted(os.listdir(str(dest))) == ['rack-report.html', 'rack-report.json', 'rack-report.md',
+                                             'rack-report.xml']
+    page = (dest / 'rack-report.html').read_text()
+    assert page.startswith('<!DOCTYPE html>') and '<script' not in page
+    assert all('data-host="%s"' % h in page for h in ('gpu-a01', 'gpu-a02', 'gpu-b01', 'gpu-b02'))
     s = result['summary']
     assert (s['hosts'], s['passed'], s['held_back'], s['regressed'], s['failed'], s['unreachable']) == (4, 1, 1, 1, 0, 1)
     assert result['statuses'] == {'gpu-a01': 'provisioned', 'gpu-a02': 'held_back', 'gpu-b01': 'regressed',
@@ -63,7 +68,7 @@ def test_idempotent(tmp_path):
     args = {'records': RECORDS, 'dest': str(tmp_path), 'basename': 'night', 'host_dir': str(tmp_path / 'hosts')}
     first = run(args)
     assert first['changed'] is True
-    assert len(first['changed_files']) == 3 + 4
+    assert len(first['changed_files']) == 4 + 4
     mtimes = dict((p, os.stat(p).st_mtime_ns) for p in first['changed_files'])
     second = run(args)
     assert second['changed'] is False
@@ -240,7 +245,8 @@ def test_partial_report_is_not_written_until_the_last_batch(tmp_path):
     records = [_rollout('gpu-a01', 'rack_a'), _rollout('gpu-a02', 'rack_a'), _rollout('gpu-b01', 'rack_b')]
     last = run({'records': records, 'racks': RACKS, 'dest': str(tmp_path)})
     assert (last['changed'], last['written'], last['summary']['not_started']) == (True, True, 0)
-    assert sorted(os.listdir(str(tmp_path))) == ['rack-report.json', 'rack-report.md', 'rack-report.xml']
+    assert sorted(os.listdir(str(tmp_path))) == ['rack-report.html', 'rack-report.json', 'rack-report.md',
+                                                 'rack-report.xml']
     # a rerun: the partial report is again not written, the last one is unchanged
     assert run({'records': records[:2], 'racks': RACKS, 'dest': str(tmp_path)})['changed'] is False
     assert run({'records': records, 'racks': RACKS, 'dest': str(tmp_path)})['changed'] is False
