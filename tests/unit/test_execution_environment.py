@@ -1,0 +1,108 @@
+# -*- coding: utf-8 -*-
+"""The execution environment definition (execution-environment.yml, ansible-builder v3) and the collection's own EE
+metadata (meta/execution-environment.yml): ansible-builder creates a build context from them, it installs the
+collection from the tarball of this checkout with the collections galaxy.yml depends on, and `ansible-builder
+introspect` finds the collection's Python and system packages."""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+BIN = os.path.dirname(sys.executable)
+
+
+def _load(*path):
+    with open(os.path.join(ROOT, *path)) as handle:
+        return yaml.safe_load(handle)
+
+
+def _tool(name):
+    path = os.path.join(BIN, name)
+    if not os.path.exists(path):
+        pytest.fail('%s is not installed in the virtualenv (tests/requirements.txt)' % name)
+    return path
+
+
+def _pins():
+    pins = {}
+    with open(os.path.join(ROOT, 'tests', 'requirements.txt')) as handle:
+        for line in handle:
+            match = re.match(r'^([A-Za-z0-9_.-]+)==(\S+)', line)
+            if match:
+                pins[match.group(1).lower()] = match.group(2)
+    return pins
+
+
+def test_the_definition_installs_what_galaxy_yml_and_the_tests_use():
+    ee = _load('execution-environment.yml')
+    galaxy = _load('galaxy.yml')
+    assert ee['version'] == 3
+    tarball = '%s-%s-%s.tar.gz' % (galaxy['namespace'], galaxy['name'], galaxy['version'])
+    collections = ee['dependencies']['galaxy']['collections']
+    assert collections[0] == {'name': 'files/' + tarball, 'type': 'file'}
+    assert dict((c['name'], c['version']) for c in collections[1:]) == galaxy['dependencies']
+    assert ee['additional_build_files'] == [{'src': '.build/dist/' + tarball, 'dest': 'files'}]
+    pins = _pins()
+    assert ee['dependencies']['ansible_core']['package_pip'] == 'ansible-core==' + pins['ansible-core']
+    assert ee['dependencies']['ansible_runner']['package_pip'] == 'ansible-runner==' + pins['ansible-runner']
+
+
+def test_the_collections_own_requirements_admit_the_tested_versions():
+    from packaging.requirements import Requirement
+    meta = _load('meta', 'execution-environment.yml')
+    pins = _pins()
+    with open(os.path.join(ROOT, meta['dependencies']['python'])) as handle:
+        reqs = [Requirement(line.strip()) for line in handle if line.strip() and not line.startswith('#')]
+    assert reqs
+    for req in reqs:
+        name = req.name.lower()
+        if name in pins:
+            assert req.specifier.contains(pins[name]), (str(req), pins[name])
+    assert 'kubernetes' in [r.name for r in reqs]
+
+
+def test_ansible_builder_creates_the_build_context(tmp_path):
+    galaxy = _load('galaxy.yml')
+    tarball = '%s-%s-%s.tar.gz' % (galaxy['namespace'], galaxy['name'], galaxy['version'])
+    work = tmp_path / 'ee'
+    (work / '.build' / 'dist').mkdir(parents=True)
+    build = subprocess.run([_tool('ansible-galaxy'), 'collection', 'build', '--output-path',
+                            str(work / '.build' / 'dist'), ROOT], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True, timeout=300, check=False)
+    assert build.returncode == 0, build.stdout
+    shutil.copyfile(os.path.join(ROOT, 'execution-environment.yml'), str(work / 'execution-environment.yml'))
+    run = subprocess.run([_tool('ansible-builder'), 'create', '-f', 'execution-environment.yml', '--context',
+                          str(tmp_path / 'context')], cwd=str(work), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, universal_newlines=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stdout
+    context = tmp_path / 'context'
+    containerfile = (context / 'Containerfile').read_text()
+    pins = _pins()
+    assert 'ARG ANSIBLE_INSTALL_REFS="ansible-core==%s ansible-runner==%s"' % (
+        pins['ansible-core'], pins['ansible-runner']) in containerfile
+    assert 'ansible-galaxy collection install' in containerfile and 'COPY _build /build' in containerfile
+    assert (context / '_build' / 'files' / tarball).is_file()
+    assert yaml.safe_load((context / '_build' / 'requirements.yml').read_text()) == {
+        'collections': _load('execution-environment.yml')['dependencies']['galaxy']['collections']}
+
+
+def test_introspection_finds_the_collections_packages():
+    collections = os.path.join(ROOT, '.build', 'collections')
+    if not os.path.isdir(os.path.join(collections, 'ansible_collections', 'gpuops', 'node')):
+        pytest.fail('the collection is not linked under .build/collections (make units sets it up)')
+    run = subprocess.run([_tool('ansible-builder'), 'introspect', '--sanitize', collections],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=120,
+                         check=False)
+    assert run.returncode == 0, run.stdout
+    found = yaml.safe_load(run.stdout.split('---', 1)[1])
+    assert 'kubernetes>=24.2.0  # from collection gpuops.node' in found['python']
+    assert sorted(found['system']) == ['openssh-client [platform:dpkg]  # from collection gpuops.node',
+                                       'openssh-clients [platform:rpm]  # from collection gpuops.node']
