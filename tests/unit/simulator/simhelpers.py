@@ -44,6 +44,19 @@ def profile_path(name):
     return os.path.join(PROFILES, name)
 
 
+def profile_tree(name):
+    """The bundle tree of a simulator profile (path -> bytes), to put faults or transforms through."""
+    return B.read_profile(profile_path(name))
+
+
+def gather_tree(tree, tmp_path, label):
+    """The collection's ``gpu_topology`` of a bundle tree, written under ``tmp_path/label``."""
+    from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
+    target = str(tmp_path / label)
+    B.write_tree(tree, target)
+    return gather_bundle(target)
+
+
 class Node(object):
     """A simulated node: a profile (possibly with faults) and its own state file."""
 

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from simhelpers import B, N, PROFILE_NAMES, profile_path, real_text
+from simhelpers import B, N, PROFILE_NAMES, gather_tree, profile_path, profile_tree, real_text
 
 from simulator import faults as F
 
@@ -25,14 +25,8 @@ PCIE = 'pcie-4gpu-roce'
 SAME_FILES = {'profile.yml', N.RUNTIME_FILE}
 
 
-def _tree(name):
-    return B.read_profile(profile_path(name))
-
-
-def _gather(tree, tmp_path, label):
-    target = str(tmp_path / label)
-    B.write_tree(tree, target)
-    return gather_bundle(target)
+_tree = profile_tree
+_gather = gather_tree
 
 
 def _apply(name, fault, **params):

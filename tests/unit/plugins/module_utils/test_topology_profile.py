@@ -21,7 +21,7 @@ from transforms import xml_value
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 sys.path.insert(0, os.path.join(REPO, 'tests', 'unit', 'simulator'))
-from simhelpers import B, PROFILE_NAMES, profile_path  # noqa: E402  pylint: disable=wrong-import-position
+from simhelpers import PROFILE_NAMES, gather_tree, profile_tree  # noqa: E402  pylint: disable=wrong-import-position
 from simulator import faults as F  # noqa: E402  pylint: disable=wrong-import-position
 
 H100 = 'h100-sxm-8gpu-ib'
@@ -29,14 +29,8 @@ OPTION_SETS = [{}, {'nic_names': 'glob', 'gpu_model': 'family'}, {'driver_versio
                {'driver_version': 'none'}]
 
 
-def _tree(name):
-    return B.read_profile(profile_path(name))
-
-
-def _gather(tree, tmp_path, label):
-    target = str(tmp_path / label)
-    B.write_tree(tree, target)
-    return gather_bundle(target)
+_tree = profile_tree
+_gather = gather_tree
 
 
 @pytest.mark.parametrize('options', OPTION_SETS, ids=lambda o: ','.join('%s=%s' % kv for kv in sorted(o.items())))
