@@ -28,7 +28,7 @@ description:
     topology from the record's C(drawing) (P(gpuops.node.topology_drawing#filter)) or C(gpu_topology). The drawing
     has the GPUs and NICs in columns by NUMA node, the NVSwitches, NVLink with its link counts, each GPU's closest
     NIC with the relation, and what a failure or regression names marked on it with its message. Hosts of one node
-    class with the same topology and nothing failed share one drawing. Its changes are not shown in the diff (the
+    class with the same topology, status and findings share one drawing. Its changes are not shown in the diff (the
     other files' are).
   - Output is deterministic; a file is only rewritten when its content differs, so running the module twice with the
     same records reports no change.
