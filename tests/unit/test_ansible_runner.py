@@ -58,8 +58,8 @@ def _bundle(tmp, host, fault=None):
 
 def _run(pdd, playbook, ident):
     import ansible_runner   # tests/requirements.txt
-    result = ansible_runner.run(private_data_dir=pdd, project_dir=ROOT, playbook=playbook, ident=ident, quiet=True,
-                        settings={'suppress_ansible_output': True})
+    result = ansible_runner.run(private_data_dir=pdd, project_dir=ROOT, playbook=playbook, ident=ident,
+                                quiet=True, settings={'suppress_ansible_output': True})
     stats = [e for e in result.events if e.get('event') == 'playbook_on_stats']
     return result, stats[-1]['event_data'] if stats else {}
 
