@@ -414,7 +414,12 @@ def build_report(records, title=None, racks=None):
 
 
 def _public(record):
-    return dict((k, record.get(k)) for k in RECORD_KEYS)
+    """The keys of a host in the JSON report; its ``drawing`` too when it has one, so that the report read back
+    (playbooks/merge_reports.yml) still draws it."""
+    public = dict((k, record.get(k)) for k in RECORD_KEYS)
+    if record.get('drawing') is not None:
+        public['drawing'] = record['drawing']
+    return public
 
 
 def render_json(report):

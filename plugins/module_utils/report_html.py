@@ -6,9 +6,11 @@
 
 ``render_html(report)`` takes what ``report.build_report`` returns. The page
 has the verdict and counts, a table per rack, then a section per host: its
-status, its failures and regressions as a table, and its drawing (see
-report_svg.py) with every failure's subject marked on it. Healthy hosts of a
-node class whose drawings are identical share one drawing. No script, no
+status, its findings (check failures, regressions, failed gates) as a table,
+and its drawing (see report_svg.py) with every finding's subject marked on it
+(report_marks.py). Hosts of a node class whose drawings, statuses and findings
+are identical share one drawing (1,000 healthy nodes, or 1,000 nodes failing
+the same check, make one drawing); each keeps its own section. No script, no
 external resource: inline style and SVG only, every text escaped, ids are
 slugs. Pure functions, standard library only (Python 3.8+); the output is
 deterministic.
@@ -24,8 +26,10 @@ import hashlib
 import re
 
 from ansible_collections.gpuops.node.plugins.module_utils import report as report_
+from ansible_collections.gpuops.node.plugins.module_utils import report_gates as gates_
+from ansible_collections.gpuops.node.plugins.module_utils.report_marks import marks_for
 from ansible_collections.gpuops.node.plugins.module_utils.report_svg import (
-    canonical, checks_attr, clean, drawing_from_topology, esc, marks_for, message, render_svg)
+    canonical, checks_attr, clean, drawing_from_topology, esc, message, render_svg)
 
 __all__ = ['drawing_from_topology', 'findings', 'group_hosts', 'host_drawing', 'render_html', 'slug']
 
@@ -46,12 +50,14 @@ td.msgcell{white-space:pre-wrap}
 .st-held_back,.st-reboot_required,.st-not_started{color:#9a6a00;font-weight:bold}
 .st-regressed,.st-failed,.st-unreachable{color:#b00020;font-weight:bold}
 section.host,section.group{border:1px solid #ccc;border-radius:6px;padding:8px 12px;margin:12px 0}
-section.host[data-marks="true"]{border-color:#b00020}
+section.host[data-marks="true"],section.group[data-marks="true"]{border-color:#b00020}
 .node-failure{background:#fde8ea;border:1px solid #b00020;padding:6px 10px;white-space:pre-wrap}
 ul.unplaced li{color:#b00020;white-space:pre-wrap}
 .no-drawing{color:#666;font-style:italic}
 .hosts{font-family:monospace;font-size:13px;word-break:break-all}
-svg.topology{max-width:100%;height:auto;display:block;font-family:sans-serif;font-size:11px}
+div.drawing{overflow-x:auto;max-width:100%}
+h4.drawing-head{margin:.6em 0 .3em;font-size:14px}
+svg.topology{display:block;font-family:sans-serif;font-size:12px}
 svg .col{fill:#f7f9fc;stroke:#c8d0dc}
 svg .head{font-weight:bold;font-size:13px;fill:#334}
 svg .box{fill:#fff;stroke:#555;stroke-width:1.2}
@@ -63,14 +69,20 @@ svg .name{font-weight:bold;font-size:12px}
 svg .switch{fill:#dde6f5;stroke:#3a5a99}
 svg line.nvlink{stroke:#3a5a99;stroke-width:2}
 svg line.stub{stroke:#3a5a99;stroke-width:1;stroke-dasharray:2 2}
-svg line.affinity{stroke:#2d8a2d;stroke-width:1.2}
+svg line.affinity{stroke:#2d8a2d;stroke-width:1.5}
+svg line.affinity[data-relation="PHB"],svg line.affinity[data-relation="NODE"]{stroke:#d97a00;stroke-dasharray:7 4}
+svg line.affinity[data-relation="SYS"],svg line.affinity[data-relation="SOC"]{stroke:#c0392b;stroke-dasharray:2 3}
 svg .dot{fill:#3a5a99}
-svg .lbl{font-size:10px;fill:#222;paint-order:stroke;stroke:#fff;stroke-width:3px}
+svg .lbl{font-size:11px;fill:#222;paint-order:stroke;stroke:#fff;stroke-width:3px}
+svg .lbl.bad{fill:#b00020;font-weight:bold}
+svg .bus{font-family:monospace;font-size:11px;fill:#445}
 svg .note{fill:#b00020;font-weight:bold}
-svg .msg{font-size:9.5px;fill:#b00020}
+svg .msg{font-size:11px;fill:#b00020}
+svg .gpu.missing>.box{stroke:#d0021b;fill:#fff5f5;stroke-dasharray:6 4}
 svg [data-marked="true"]>.box,svg [data-marked="true"]>.portbox{stroke:#d0021b;stroke-width:2.5}
 svg .port[data-marked="true"]>.portbox{fill:#fde8ea}
-svg line[data-marked="true"]{stroke:#d0021b;stroke-width:3}
+svg line.nvlink.missing{stroke:#d0021b;stroke-dasharray:6 4}
+svg line[data-marked="true"]{stroke:#d0021b;stroke-width:3;stroke-dasharray:6 4}
 """
 
 
@@ -92,37 +104,64 @@ def host_drawing(record):
     return drawing_from_topology(record.get('gpu_topology'))
 
 
+def _gates(record):
+    gates = record.get('gates') or []
+    if isinstance(gates, dict):
+        try:
+            gates = gates_.normalize_gates(gates, record.get('host'))
+        except gates_.GateError:
+            return []
+    return [g for g in gates if isinstance(g, dict) and 'ran' in g and 'passed' in g]
+
+
 def findings(record):
-    """[(phase, kind, item)] of the record's failures (pre-check, post-check) and regressions."""
+    """[(phase, kind, item)] of the record's failures (pre-check, post-check), regressions and the failures of its
+    failed gates (a failed gate that names none is one node failure)."""
     out = []
     for phase, check in (('pre-check', record.get('pre_check')), ('post-check', record.get('post_check'))):
         for item in (check or {}).get('failures') or []:
             out.append((phase, 'failure', item))
     for item in (record.get('post_check') or {}).get('regressions') or []:
         out.append(('post-check', 'regression', item))
+    for gate in gates_.failed(_gates(record)):
+        items = [f for f in gate.get('failures') or [] if isinstance(f, dict)]
+        if not items:
+            items = [{'check': gate.get('name'), 'subject': u'node', 'expected': u'PASS', 'actual': u'FAIL',
+                      'message': gate.get('summary') or u'the %s gate failed' % clean(gate.get('name'))}]
+        for item in items:
+            out.append(('gate', 'failure', dict(item, check=item.get('check') or gate.get('name'))))
     return out
 
 
-def group_hosts(report):
-    """{host: group} for the hosts that share a drawing, and the groups [{id, node_class, hosts, drawing}].
+def _findings_key(items):
+    return canonical(sorted(set((clean(i.get('check')), clean(i.get('subject')), clean(i.get('message')))
+                                for dummy, kind, i in items)))
 
-    Hosts of one node class with identical drawings and no failure or regression share one; a group has at
-    least two hosts.
+
+def group_hosts(report):
+    """{host: group} for the hosts that share a drawing, and the groups [{id, node_class, status, hosts, drawing,
+    items}].
+
+    Hosts of one node class with identical drawings, the same status and the same findings (check, subject,
+    message) share one; a group has at least two hosts.
     """
     groups = {}
     order = []
     for rack in report['racks']:
         for record in rack['hosts']:
             drawing = host_drawing(record)
-            if drawing is None or findings(record):
+            if drawing is None:
                 continue
-            text = canonical(drawing)
-            key = (record.get('node_class') or u'', text)
-            if key not in groups:
-                digest = hashlib.sha256((key[0] + u'\n' + text).encode('utf-8', 'replace')).hexdigest()[:12]
-                groups[key] = {'id': u'group-' + digest, 'node_class': key[0], 'hosts': [], 'drawing': drawing}
-                order.append(key)
-            groups[key]['hosts'].append(record['host'])
+            items = findings(record)
+            text = u'\n'.join((record.get('node_class') or u'', clean(record['status']), canonical(drawing),
+                               _findings_key(items)))
+            if text not in groups:
+                digest = hashlib.sha256(text.encode('utf-8', 'replace')).hexdigest()[:12]
+                groups[text] = {'id': u'group-' + digest, 'node_class': record.get('node_class') or u'',
+                                'status': record['status'], 'hosts': [], 'drawing': drawing,
+                                'items': [entry[2] for entry in items]}
+                order.append(text)
+            groups[text]['hosts'].append(record['host'])
     shared = [groups[k] for k in order if len(groups[k]['hosts']) > 1]
     by_host = dict((host, group) for group in shared for host in group['hosts'])
     return by_host, shared
@@ -153,15 +192,15 @@ def _counts(summary):
 
 def _rack_table(rack):
     out = [u'<table class="rack" data-rack="%s"><tr><th>Host</th><th>Class</th><th>Status</th><th>Pre-check</th>'
-           u'<th>Post-check</th><th>Regressions</th></tr>' % esc(rack['name'])]
+           u'<th>Post-check</th><th>Gates</th><th>Regressions</th></tr>' % esc(rack['name'])]
     for record in rack['hosts']:
         post = record.get('post_check')
         pre = u'not started' if record['status'] == 'not_started' else _check_cell(record.get('pre_check'), u'not run')
         out.append(u'<tr data-host="%s"><td><a href="#host-%s">%s</a></td><td>%s</td><td>%s</td><td>%s</td>'
-                   u'<td>%s</td><td>%s</td></tr>'
+                   u'<td>%s</td><td>%s</td><td>%s</td></tr>'
                    % (esc(record['host']), slug(record['host']), esc(record['host']),
                       esc(record.get('node_class') or u'-'), _status(record['status']), esc(pre),
-                      esc(_check_cell(post, u'-')),
+                      esc(_check_cell(post, u'-')), esc(gates_.cell(_gates(record))),
                       u'-' if post is None else len(post.get('regressions') or [])))
     out.append(u'</table>')
     return u''.join(out)
@@ -235,18 +274,35 @@ def _host_section(record, group):
     if items:
         out.append(_findings_table(items))
     if group:
-        out.append(u'<p class="shared">Drawing shared with %d hosts of the same class: <a href="#%s">see the shared '
-                   u'drawing</a>.</p></section>' % (len(group['hosts']), group['id']))
+        others = len(group['hosts']) - 1
+        out.append(u'<p class="shared">Drawing shared with %d other host%s of the same class, status and findings: '
+                   u'<a href="#%s">see the shared drawing</a>.</p></section>'
+                   % (others, u'' if others == 1 else u's', group['id']))
         return u''.join(out)
     drawing = host_drawing(record)
-    marks = marks_for(drawing, [entry[2] for entry in items])
-    out.append(_node_banner(marks['node']))
-    out.append(_unplaced(marks['unplaced']))
     if drawing is None:
+        out.append(_node_banner([entry[2] for entry in items if entry[2].get('subject') in (None, 'node')]))
+        out.append(_unplaced([entry[2] for entry in items if entry[2].get('subject') not in (None, 'node')]))
         out.append(u'<p class="no-drawing">%s</p>' % esc(_no_drawing_reason(record)))
     else:
-        out.append(render_svg(drawing, marks, u'Topology of %s' % clean(host)))
+        out.append(_drawing(drawing, [entry[2] for entry in items], u'Topology of %s' % clean(host)))
     out.append(u'</section>')
+    return u''.join(out)
+
+
+def _driver(drawing):
+    version = clean(drawing.get('driver_version'))
+    return u'driver %s' % version if version else u'driver not loaded' if not drawing.get('driver_loaded') \
+        else u'driver version unknown'
+
+
+def _drawing(drawing, items, title, heading=True):
+    """The node banner, the unplaced list, the drawing's heading and the SVG with ``items`` marked."""
+    marks = marks_for(drawing, items)
+    out = [_node_banner(marks['node']), _unplaced(marks['unplaced'])]
+    if heading:
+        out.append(u'<h4 class="drawing-head">Topology \u00b7 %s</h4>' % esc(_driver(drawing)))
+    out.append(u'<div class="drawing">%s</div>' % render_svg(drawing, marks, title))
     return u''.join(out)
 
 
@@ -254,12 +310,13 @@ def _group_section(group):
     names = u' '.join(clean(h) for h in group['hosts'])
     title = u'%s: %d hosts with this topology' % (group['node_class'] or u'no class', len(group['hosts']))
     return u''.join([
-        u'<section class="group" id="%s" data-hosts="%s" data-node-class="%s">' % (
-            group['id'], esc(names), esc(group['node_class'])),
-        u'<h3>%s</h3>' % esc(title),
+        u'<section class="group" id="%s" data-hosts="%s" data-node-class="%s" data-status="%s"%s>' % (
+            group['id'], esc(names), esc(group['node_class']), esc(group['status']),
+            u' data-marks="true"' if group['items'] else u''),
+        u'<h3>%s \u00b7 %s \u00b7 %s</h3>' % (esc(title), esc(_driver(group['drawing'])), _status(group['status'])),
         u'<p class="hosts">%s</p>' % u', '.join(
             u'<a href="#host-%s">%s</a>' % (slug(h), esc(h)) for h in group['hosts']),
-        render_svg(group['drawing'], None, clean(title)),
+        _drawing(group['drawing'], group['items'], clean(title), heading=False),
         u'</section>'])
 
 
@@ -289,8 +346,8 @@ def render_html(report):
         for record in rack['hosts']:
             out.append(_host_section(record, by_host.get(record['host'])))
     if groups:
-        out.append(u'<h2>Shared drawings</h2><p>Hosts of one class with the same topology and no failure share '
-                   u'one drawing.</p>')
+        out.append(u'<h2>Shared drawings</h2><p>Hosts of one class with the same topology, the same status and '
+                   u'the same findings share one drawing.</p>')
         for group in groups:
             out.append(_group_section(group))
     out.append(u'</body></html>\n')

@@ -5,10 +5,11 @@
 """Topology drawings of the rack report: a compact digest of ``gpu_topology`` and its SVG.
 
 ``drawing_from_topology`` keeps what a drawing shows (GPUs, NICs and their
-ports, NVLink, NVSwitches, the closest NIC of each GPU) as a small JSON-safe
-dict. ``marks_for`` places the failures and regressions of a host on the
-elements of its drawing, and ``render_svg`` draws it: one column per NUMA node
-(``NUMA ?`` for the devices whose node is unknown), the GPUs in a row, the
+ports, NVLink, NVSwitches, the closest NIC of each GPU, the GPUs on the PCI
+bus that nvidia-smi does not list) as a small JSON-safe dict, and
+``render_svg`` draws it with the marks report_marks.py placed: one column per
+NUMA node (``NUMA ?`` for the devices whose node is unknown; a NIC of unknown
+node goes to the column of the GPUs it is PIX/PXB to), the GPUs in a row, the
 NICs below them, NVLink above them. The layout is deterministic; every text is
 escaped. Standard library only (Python 3.8+).
 """
@@ -20,11 +21,16 @@ import html
 import json
 import re
 
+from ansible_collections.gpuops.node.plugins.module_utils.sysfs import sysfs_pci_address
+
 # characters a page should not carry even escaped: C0 controls but tab and line ends, DEL, C1 controls,
-# bidirectional embeddings, overrides and isolates, lone surrogates (not writable as UTF-8), U+FFFE, U+FFFF
-_UNSAFE = re.compile(u'[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]')
-_GPU_RE = re.compile(r'GPU([0-9]+)\Z')
-_PAIR_RE = re.compile(r'(GPU[0-9]+)-(GPU[0-9]+)\Z')
+# bidirectional marks, embeddings, overrides and isolates, line and paragraph separators, lone surrogates (not
+# writable as UTF-8), U+FFFE, U+FFFF
+_UNSAFE = re.compile(u'[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069'
+                     u'\ud800-\udfff\ufffe\uffff]')
+GPU_RE = re.compile(r'GPU ?([0-9]+)\Z')
+PAIR_RE = re.compile(r'(GPU ?[0-9]+)-(GPU ?[0-9]+)\Z')
+CLOSE_RELATIONS = ('PIX', 'PXB')
 
 CELL_W = 160            # one GPU or NIC slot of a column
 BOX_W = 146
@@ -32,8 +38,9 @@ MARGIN = 16
 HEADER_H = 34
 GPU_H = 70
 LINE_H = 13
-MSG_H = 11
-MSG_CHARS = 28
+MSG_H = 13
+MSG_CHARS = 22
+MSG_LINES = 3           # lines of one message beside its element (the table has it all)
 MAX_MESSAGES = 3
 AFFINITY_GAP = 72
 NIC_ROW_GAP = 14
@@ -98,9 +105,32 @@ def _pcie(pcie):
     return ' '.join(parts) or None
 
 
-def _gpu_index(name):
-    match = _GPU_RE.match(name) if isinstance(name, str) else None
+def gpu_index(name):
+    match = GPU_RE.match(name) if isinstance(name, str) else None
     return int(match.group(1)) if match else None
+
+
+def bus_address(value):
+    """A PCI bus id as sysfs writes it (``0000:19:00.0``: lower case, 4-digit domain), else None."""
+    if not isinstance(value, str):
+        return None
+    return sysfs_pci_address(value)
+
+
+def short_bus(bus):
+    """``0000:19:00.0`` -> ``19:00.0`` (the domain is kept when it is not 0000)."""
+    text = clean(bus)
+    return text[5:] if text.startswith(u'0000:') else text
+
+
+def _unlisted_gpus(topology, listed):
+    """The GPUs on the PCI bus that nvidia-smi does not list: [{bus, model, numa}]."""
+    out = []
+    for gpu in topology.get('pci_gpus') or []:
+        bus = bus_address(gpu.get('pci_bus_id')) if isinstance(gpu, dict) else None
+        if bus is not None and bus not in listed:
+            out.append({'bus': bus, 'model': gpu.get('model'), 'numa': _numa(gpu.get('numa_node'))})
+    return sorted(out, key=lambda g: g['bus'])
 
 
 def drawing_from_topology(topology):
@@ -113,16 +143,18 @@ def drawing_from_topology(topology):
             continue
         gpus.append({'index': _int(gpu['index']), 'name': gpu.get('name'), 'numa': _numa(gpu.get('numa_node')),
                      'cpu_affinity': gpu.get('cpu_affinity') or None, 'pcie': _pcie(gpu.get('pcie')),
-                     'nvlink_active': _int(gpu.get('nvlink_active')), 'nvlink_total': _int(gpu.get('nvlink_total'))})
+                     'nvlink_active': _int(gpu.get('nvlink_active')), 'nvlink_total': _int(gpu.get('nvlink_total')),
+                     'bus': bus_address(gpu.get('pci_bus_id'))})
     gpus.sort(key=lambda g: g['index'])
+    pci_gpus = _unlisted_gpus(topology, set(g['bus'] for g in gpus if g['bus']))
     matrix = topology.get('matrix') if isinstance(topology.get('matrix'), dict) else {}
-    names = sorted((n for n in matrix if _gpu_index(n) is not None), key=_gpu_index)
+    names = sorted((n for n in matrix if gpu_index(n) is not None), key=gpu_index)
     nvlink = []
     for i, first in enumerate(names):
         for second in names[i + 1:]:
             relation = (matrix.get(first) or {}).get(second) or (matrix.get(second) or {}).get(first)
             if isinstance(relation, str) and relation.startswith('NV'):
-                nvlink.append({'a': _gpu_index(first), 'b': _gpu_index(second), 'relation': relation})
+                nvlink.append({'a': gpu_index(first), 'b': gpu_index(second), 'relation': relation})
     nics = []
     for nic in topology.get('nics') or []:
         if not isinstance(nic, dict) or not nic.get('name'):
@@ -132,13 +164,14 @@ def drawing_from_topology(topology):
         nics.append({'name': nic['name'], 'numa': _numa(nic.get('numa_node')), 'ports': ports})
     affinity = []
     closest = topology.get('gpu_nic_affinity') if isinstance(topology.get('gpu_nic_affinity'), dict) else {}
-    for name in sorted((n for n in closest if _gpu_index(n) is not None), key=_gpu_index):
+    for name in sorted((n for n in closest if gpu_index(n) is not None), key=gpu_index):
         entry = closest[name] if isinstance(closest[name], dict) else {}
-        affinity.append({'gpu': _gpu_index(name), 'nics': list(entry.get('nics') or []),
+        affinity.append({'gpu': gpu_index(name), 'nics': list(entry.get('nics') or []),
                          'relation': entry.get('relation')})
     return {'gpus': gpus, 'nvswitches': _int(topology.get('nvswitch_count')) or 0, 'nvlink': nvlink, 'nics': nics,
             'affinity': affinity, 'driver_loaded': bool(topology.get('driver_loaded')),
-            'driver_version': topology.get('driver_version'), 'gpu_count': _int(topology.get('gpu_count')) or 0}
+            'driver_version': topology.get('driver_version'), 'gpu_count': _int(topology.get('gpu_count')) or 0,
+            'pci_gpus': pci_gpus}
 
 
 def canonical(drawing):
@@ -148,59 +181,23 @@ def canonical(drawing):
 
 # ---------------------------------------------------------------- marks
 
-def _usable(drawing):
+def usable(drawing):
     """The drawing with the GPUs that have an index and the NICs that have a name (a drawing may come as JSON)."""
     drawing = dict(drawing or {})
     drawing['gpus'] = [g for g in drawing.get('gpus') or [] if isinstance(g, dict) and _int(g.get('index')) is not None
                        and not isinstance(g.get('index'), str)]
     drawing['nics'] = [n for n in drawing.get('nics') or [] if isinstance(n, dict) and n.get('name') is not None]
+    drawing['pci_gpus'] = [g for g in drawing.get('pci_gpus') or [] if isinstance(g, dict) and g.get('bus')]
     return drawing
 
 
-def _new_marks():
-    return {'gpu': {}, 'nic': {}, 'port': {}, 'pair': {}, 'missing_gpu': {}, 'node': [], 'unplaced': []}
+def new_marks():
+    return {'gpu': {}, 'nic': {}, 'port': {}, 'pair': {}, 'switch': {}, 'missing_gpu': {}, 'pci': {}, 'node': [],
+            'unplaced': []}
 
 
-def marks_for(drawing, items):
-    """Where each failure or regression goes on ``drawing`` (None: no drawing, everything is unplaced).
-
-    ``items`` are failure or regression dicts (check, subject, message, ...). Returns {'gpu': {index: [items]},
-    'nic': {name: [items]}, 'port': {(nic, port): [items]}, 'pair': {(a, b): [items]}, 'missing_gpu':
-    {index: [items]}, 'node': [items], 'unplaced': [items]}: nothing is dropped.
-    """
-    marks = _new_marks()
-    if drawing is not None:
-        drawing = _usable(drawing)
-    gpus = set(g['index'] for g in (drawing or {}).get('gpus') or [])
-    nics = dict((clean(n['name']), set(clean(p.get('port')) for p in n.get('ports') or []))
-                for n in (drawing or {}).get('nics') or [])
-    for item in items:
-        subject = item.get('subject')
-        if subject is None or subject == 'node':
-            marks['node'].append(item)
-            continue
-        subject = clean(subject)
-        if drawing is None:
-            marks['unplaced'].append(item)
-            continue
-        pair = _PAIR_RE.match(subject)
-        if _GPU_RE.match(subject) or pair:
-            indexes = [_gpu_index(subject)] if not pair else [_gpu_index(pair.group(1)), _gpu_index(pair.group(2))]
-            for index in indexes:
-                bucket = marks['gpu'] if index in gpus else marks['missing_gpu']
-                bucket.setdefault(index, []).append(item)
-            if pair:
-                marks['pair'].setdefault(tuple(sorted(indexes)), []).append(item)
-        elif subject in nics:
-            marks['nic'].setdefault(subject, []).append(item)
-        elif u'/' in subject and subject.rsplit(u'/', 1)[0] in nics and \
-                subject.rsplit(u'/', 1)[1] in nics[subject.rsplit(u'/', 1)[0]]:
-            nic, port = subject.rsplit(u'/', 1)
-            marks['port'].setdefault((nic, port), []).append(item)
-            marks['nic'].setdefault(nic, []).append(item)
-        else:
-            marks['unplaced'].append(item)
-    return marks
+def switched(drawing):
+    return bool(drawing.get('nvswitches')) and bool(drawing.get('gpus'))
 
 
 def checks_attr(items):
@@ -246,12 +243,12 @@ def _message_lines(items):
     """The lines of text shown beside a marked element: the first messages, then how many more."""
     lines = []
     # the items naming this element alone come before those naming a pair of GPUs
-    items = sorted(items, key=lambda i: _PAIR_RE.match(clean(i.get('subject'))) is not None)
+    items = sorted(items, key=lambda i: PAIR_RE.match(clean(i.get('subject'))) is not None)
     for item in items[:MAX_MESSAGES]:
         wrapped = _wrap(message(item), MSG_CHARS)
-        if len(wrapped) > 2:
-            wrapped = wrapped[:2]
-            wrapped[1] = shorten(wrapped[1] + u' \u2026', MSG_CHARS)
+        if len(wrapped) > MSG_LINES:
+            wrapped = wrapped[:MSG_LINES]
+            wrapped[-1] = shorten(wrapped[-1] + u' \u2026', MSG_CHARS)
         lines.extend(wrapped or [u'?'])
     if len(items) > MAX_MESSAGES:
         lines.append(u'+%d more (see the table)' % (len(items) - MAX_MESSAGES))
@@ -276,12 +273,32 @@ class _Column(object):
         self.slots = 1
 
 
+def _gpu_key(gpu):
+    """A GPU slot's key: its index, or u'pci:<bus>' for a GPU nvidia-smi does not list."""
+    return u'pci:' + clean(gpu['bus']) if gpu.get('unlisted') else gpu['index']
+
+
+def _nic_numa(drawing):
+    """{nic: NUMA node} for the NICs of unknown node that are PIX/PXB to GPUs of exactly one known node."""
+    numa = dict((g['index'], g.get('numa')) for g in drawing.get('gpus') or [])
+    near = {}
+    for entry in drawing.get('affinity') or []:
+        if entry.get('relation') in CLOSE_RELATIONS and entry.get('gpu') in numa:
+            for name in entry.get('nics') or []:
+                near.setdefault(name, set()).add(numa[entry['gpu']])
+    return dict((name, nodes.pop()) for name, nodes in near.items() if len(nodes) == 1 and None not in nodes)
+
+
 def _columns(drawing, marks):
     by_numa = {}
     for gpu in drawing.get('gpus') or []:
         by_numa.setdefault(gpu.get('numa'), _Column(gpu.get('numa'))).gpus.append(gpu)
     for index in sorted(marks['missing_gpu']):
         by_numa.setdefault(None, _Column(None)).gpus.append({'index': index, 'missing': True})
+    for gpu in drawing.get('pci_gpus') or []:
+        numa = _numa(gpu.get('numa'))
+        by_numa.setdefault(numa, _Column(numa)).gpus.append(dict(gpu, unlisted=True))
+    nic_numa = _nic_numa(drawing)
     # NICs in the order of the GPUs they are closest to, then by name: shorter affinity lines
     first_gpu = {}
     for entry in drawing.get('affinity') or []:
@@ -290,7 +307,8 @@ def _columns(drawing, marks):
     nics = sorted(drawing.get('nics') or [],
                   key=lambda n: (first_gpu.get(n['name']) is None, first_gpu.get(n['name']) or 0))
     for nic in nics:
-        by_numa.setdefault(nic.get('numa'), _Column(nic.get('numa'))).nics.append(nic)
+        numa = nic.get('numa') if nic.get('numa') is not None else nic_numa.get(nic['name'])
+        by_numa.setdefault(numa, _Column(numa)).nics.append(nic)
     columns = [by_numa[k] for k in sorted((k for k in by_numa if k is not None))]
     if None in by_numa:
         columns.append(by_numa[None])
@@ -351,11 +369,19 @@ def _header(column):
 
 
 def _gpu_svg(gpu, x, y, height, items):
-    name = u'GPU%d' % gpu['index']
-    if gpu.get('missing'):
+    bus = u''
+    if gpu.get('unlisted'):
+        name = clean(gpu['bus'])
+        lines = [(u'name', short_bus(name)), (u'', u'not listed by nvidia-smi'),
+                 (u'', shorten(clean(gpu.get('model') or u'unknown model').replace(u'NVIDIA ', u'', 1), 24))]
+        cls = u'gpu missing'
+    elif gpu.get('missing'):
+        name = u'GPU%d' % gpu['index']
         lines = [(u'name', name), (u'', u'not in the facts')]
         cls = u'gpu missing'
     else:
+        name = u'GPU%d' % gpu['index']
+        bus = short_bus(gpu.get('bus') or u'')
         model = clean(gpu.get('name') or u'unknown model')
         if model.startswith(u'NVIDIA '):
             model = model[len(u'NVIDIA '):]
@@ -363,11 +389,13 @@ def _gpu_svg(gpu, x, y, height, items):
         nv = u'NV %s/%s' % (active, total) if total else u'no NVLink' if total == 0 else u'NVLink ?'
         lines = [(u'name', name), (u'', shorten(model, 24)), (u'', clean(gpu.get('pcie') or u'PCIe ?')), (u'', nv)]
         cls = u'gpu'
-    out = [u'<g class="%s" data-name="%s"%s>' % (cls, name, _mark_attrs(items))]
+    out = [u'<g class="%s" data-name="%s"%s>' % (cls, esc(name), _mark_attrs(items))]
     if items:
         out.append(_title(items))
     out.append(u'<rect class="box%s" x="%d" y="%d" width="%d" height="%d" rx="5"/>'
-               % (u' dashed' if gpu.get('missing') else u'', x, y, BOX_W, height))
+               % (u' dashed' if cls != u'gpu' else u'', x, y, BOX_W, height))
+    if bus:
+        out.append(u'<text class="bus" x="%d" y="%d">%s</text>' % (x + 56, y + 17, esc(shorten(bus, 14))))
     for i, (cls_, text) in enumerate(lines):
         out.append(u'<text%s x="%d" y="%d">%s</text>' % (
             u' class="%s"' % cls_ if cls_ else u'', x + 8, y + 17 + i * LINE_H, esc(text)))
@@ -422,34 +450,81 @@ def _label(x, y, text, cls=u'lbl'):
     return u'<text class="%s" x="%d" y="%d">%s</text>' % (cls, x, y, esc(text))
 
 
+def _gpu_items(gpu, marks):
+    if gpu.get('unlisted'):
+        return marks['pci'].get(clean(gpu['bus'])) or []
+    return marks['gpu'].get(gpu['index']) or marks['missing_gpu'].get(gpu['index']) or []
+
+
+def _switch_lines(drawing, marks, centers, top, gpu_y):
+    out, labels = [], []
+    for gpu in drawing.get('gpus') or []:
+        items = marks['switch'].get(gpu['index']) or []
+        if not gpu.get('nvlink_total') and not gpu.get('nvlink_active') and not items:
+            continue
+        x, active = centers[gpu['index']], gpu.get('nvlink_active') or 0
+        down = active < (gpu.get('nvlink_total') or 0)
+        out.append(u'<line class="nvlink" data-a="GPU%d" data-b="NVSwitch" data-links="%d" x1="%d" y1="%d" '
+                   u'x2="%d" y2="%d"%s%s>%s</line>'
+                   % (gpu['index'], active, x, top + 32, x, gpu_y, u' stroke-dasharray="4 3"' if down else u'',
+                      _mark_attrs(items), _title(items) if items else u''))
+        labels.append(_label(x + 4, (top + 32 + gpu_y) // 2 + 4, str(active), u'lbl bad' if items else u'lbl'))
+    return out, labels
+
+
+def _pair_lines(pairs, marks, centers, lanes, top, gpu_y):
+    out, labels, stubs = [], [], {}
+    for a, b, relation in pairs:
+        y = top + 14 + lanes[(a, b)] * LANE_H
+        for index in (a, b):
+            stubs[index] = min(stubs.get(index, gpu_y), y)
+        items = marks['pair'].get((a, b), [])
+        out.append(u'<line class="nvlink%s" data-a="GPU%d" data-b="GPU%d" data-relation="%s" x1="%d" y1="%d" '
+                   u'x2="%d" y2="%d"%s>%s</line>'
+                   % (u' missing' if relation is None else u'', a, b, esc(relation or u''), centers[a], y,
+                      centers[b], y, _mark_attrs(items), _title(items) if items else u''))
+        labels.append(u'<circle class="dot" cx="%d" cy="%d" r="2.5"/><circle class="dot" cx="%d" cy="%d" r="2.5"/>'
+                      % (centers[a], y, centers[b], y))
+        labels.append(_label((centers[a] + centers[b]) // 2 - 12, y - 2, relation or u'missing',
+                             u'lbl bad' if items else u'lbl'))
+    for index in sorted(stubs):
+        out.append(u'<line class="stub" x1="%d" y1="%d" x2="%d" y2="%d"/>'
+                   % (centers[index], stubs[index], centers[index], gpu_y))
+    return out, labels
+
+
 def render_svg(drawing, marks=None, title=u'topology'):
     """The SVG of a drawing (see drawing_from_topology) with ``marks`` (see marks_for) on its elements."""
-    marks = marks or _new_marks()
-    drawing = _usable(drawing)
+    marks = marks or new_marks()
+    drawing = usable(drawing)
     columns, width = _columns(drawing, marks)
-    gpu_marks = marks['gpu']
     centers, gpu_x = {}, {}
     for column in columns:
         for i, gpu in enumerate(column.gpus):
-            gpu_x[gpu['index']] = column.x + i * CELL_W + (CELL_W - BOX_W) // 2
-            centers[gpu['index']] = gpu_x[gpu['index']] + BOX_W // 2
+            key = _gpu_key(gpu)
+            gpu_x[key] = column.x + i * CELL_W + (CELL_W - BOX_W) // 2
+            centers[key] = gpu_x[key] + BOX_W // 2
     present = set(g['index'] for g in drawing.get('gpus') or [])
-    switches = drawing.get('nvswitches') or 0
-    pairs = [(p['a'], p['b'], p.get('relation')) for p in drawing.get('nvlink') or []
+    has_switch = switched(drawing)
+    pairs = [(p['a'], p['b'], p.get('relation') or u'NV') for p in drawing.get('nvlink') or []
              if p.get('a') in present and p.get('b') in present]
+    if not has_switch:
+        # the failing pairs the drawing has no NVLink for: the expected link that is not there
+        drawn = set((min(p[0], p[1]), max(p[0], p[1])) for p in pairs)
+        pairs = [(min(p[0], p[1]), max(p[0], p[1]), p[2]) for p in pairs]
+        pairs += [(a, b, None) for a, b in sorted(marks['pair']) if (a, b) not in drawn and a in centers
+                  and b in centers]
     top = MARGIN + HEADER_H
-    body = []
     lanes = {}
-    if switches and present:
+    if has_switch:
         band = SWITCH_BAND
     elif pairs:
         lanes, count = _lanes([pair[:2] for pair in pairs], centers)
         band = 14 + count * LANE_H + 10
     else:
-        band = 12
+        band = 12 if drawing.get('driver_loaded') or present else 24
     gpu_y = top + band
-    gpu_heights = dict((g['index'], _gpu_height(gpu_marks.get(g['index']) or marks['missing_gpu'].get(g['index'])))
-                       for c in columns for g in c.gpus)
+    gpu_heights = dict((_gpu_key(g), _gpu_height(_gpu_items(g, marks))) for c in columns for g in c.gpus)
     row_h = max(gpu_heights.values()) if gpu_heights else 0
     nic_y = gpu_y + row_h + AFFINITY_GAP if row_h else top + 22
     # NIC boxes, row by row in each column
@@ -472,39 +547,20 @@ def render_svg(drawing, marks=None, title=u'topology'):
                       height - 2 * MARGIN))
         out.append(u'<text class="head" x="%d" y="%d">%s</text></g>' % (column.x + 8, MARGIN + 20, esc(_header(column))))
     if not drawing.get('driver_loaded') and not present:
-        out.append(_label(MARGIN + 8, top + 8, u'driver not loaded: no GPU listed', u'note'))
+        out.append(_label(MARGIN + 8, top + 12, u'driver not loaded: no GPU listed by nvidia-smi', u'note'))
+    body = []
     # NVLink: to the NVSwitch bar, or between GPU pairs
-    if switches and present:
+    if has_switch:
         xs = [centers[i] for i in present]
         x0, x1 = min(xs) - BOX_W // 2, max(xs) + BOX_W // 2
         out.append(u'<g class="nvswitch" data-count="%d"><rect class="switch" x="%d" y="%d" width="%d" height="26" '
                    u'rx="4"/><text class="name" x="%d" y="%d">NVSwitch x%d</text></g>'
-                   % (switches, x0, top + 6, x1 - x0, x0 + 8, top + 24, switches))
-        for gpu in drawing.get('gpus') or []:
-            if not gpu.get('nvlink_total') and not gpu.get('nvlink_active'):
-                continue
-            x, active = centers[gpu['index']], gpu.get('nvlink_active') or 0
-            down = active < (gpu.get('nvlink_total') or 0)
-            out.append(u'<line class="nvlink" data-a="GPU%d" data-b="NVSwitch" data-links="%d" x1="%d" y1="%d" '
-                       u'x2="%d" y2="%d"%s/>' % (gpu['index'], active, x, top + 32, x, gpu_y,
-                                                 u' stroke-dasharray="4 3"' if down else u''))
-            body.append(_label(x + 4, (top + 32 + gpu_y) // 2 + 4, str(active)))
-    elif pairs:
-        stubs = {}
-        for a, b, relation in pairs:
-            y = top + 14 + lanes[(a, b)] * LANE_H
-            for index in (a, b):
-                stubs[index] = min(stubs.get(index, gpu_y), y)
-            items = marks['pair'].get((a, b), [])
-            line = u'<line class="nvlink" data-a="GPU%d" data-b="GPU%d" data-relation="%s" x1="%d" y1="%d" x2="%d" ' \
-                   u'y2="%d"%s>' % (a, b, esc(relation), centers[a], y, centers[b], y, _mark_attrs(items))
-            out.append(line + (_title(items) if items else u'') + u'</line>')
-            body.append(u'<circle class="dot" cx="%d" cy="%d" r="2.5"/><circle class="dot" cx="%d" cy="%d" r="2.5"/>'
-                        % (centers[a], y, centers[b], y))
-            body.append(_label((centers[a] + centers[b]) // 2 - 12, y - 2, relation or u'NV'))
-        for index in sorted(stubs):
-            out.append(u'<line class="stub" x1="%d" y1="%d" x2="%d" y2="%d"/>'
-                       % (centers[index], stubs[index], centers[index], gpu_y))
+                   % (drawing['nvswitches'], x0, top + 6, x1 - x0, x0 + 8, top + 24, drawing['nvswitches']))
+        lines, labels = _switch_lines(drawing, marks, centers, top, gpu_y)
+    else:
+        lines, labels = _pair_lines(pairs, marks, centers, lanes, top, gpu_y)
+    out.extend(lines)
+    body.extend(labels)
     # affinity: each GPU to its closest NIC(s)
     for entry in drawing.get('affinity') or []:
         index = entry.get('gpu')
@@ -523,8 +579,8 @@ def render_svg(drawing, marks=None, title=u'topology'):
                                entry.get('relation') or u'?'))
     for column in columns:
         for gpu in column.gpus:
-            items = gpu_marks.get(gpu['index']) or marks['missing_gpu'].get(gpu['index']) or []
-            out.append(_gpu_svg(gpu, gpu_x[gpu['index']], gpu_y, gpu_heights[gpu['index']], items))
+            key = _gpu_key(gpu)
+            out.append(_gpu_svg(gpu, gpu_x[key], gpu_y, gpu_heights[key], _gpu_items(gpu, marks)))
     for name in sorted(nic_boxes, key=lambda n: (nic_boxes[n][0], nic_boxes[n][1])):
         x, y, box_h, nic = nic_boxes[name]
         out.append(_nic_svg(nic, x, y, box_h, marks))

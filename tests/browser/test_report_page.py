@@ -105,12 +105,16 @@ class Page(object):
 # ---------------------------------------------------------------- what a record says
 
 def findings(record):
-    """Failures and regressions of the record's pre- and post-check."""
+    """Failures and regressions of the record's pre- and post-check, failures of its failed gates."""
     items = []
     for key in ('pre_check', 'post_check'):
         result = record.get(key) or {}
         items.extend(result.get('failures') or [])
         items.extend(result.get('regressions') or [])
+    for gate in record.get('gates') or []:
+        if gate.get('ran') and not gate.get('passed'):
+            items.extend(gate.get('failures') or [{'check': gate['name'], 'subject': 'node',
+                                                   'message': gate.get('summary') or 'the gate failed'}])
     return items
 
 
@@ -138,25 +142,65 @@ def element_key(elem):
     return None
 
 
-def subject_keys(subject, drawing, svg):
-    """(keys the subject must mark, keys whose <title> must carry the message); ('unplaced', s) when not drawn."""
+def expected_marks(drawing, items):
+    """({element key: checks} the findings ``items`` mark, {key: [messages its <title> carries]}, [unplaced]).
+
+    A GPU pair (nvlink_relation) marks the GPU(s) of the pair that most failing pairs share, with every pair
+    message, and the NVLink element: that GPU's line to the NVSwitch, or without NVSwitch the pair's line (drawn
+    as missing when the matrix has none). nvlink_active_links also marks the GPU's NVSwitch line or pair lines.
+    A GPU on the PCI bus nvidia-smi does not list is a g.gpu.missing named by its bus id, marked with the node
+    failures naming it, else gpu_count (driver loaded) or driver_loaded.
+    """
     gpus, nics, ports = drawn_names(drawing)
-    if subject == 'node':
-        return [('node', 'node')], []
-    pair = PAIR_RE.match(subject)
-    if pair:
-        keys = [('gpu', pair.group(1)), ('gpu', pair.group(2))]
-        line = frozenset(pair.groups())
-        if svg is not None and any(element_key(e) == ('nvlink', line) for e in svg.find_all('line', cls='nvlink')):
-            keys.append(('nvlink', line))
-        return keys, keys[:2]
-    if subject in ports:
-        return [('port', subject), ('nic', ports[subject])], [('port', subject)]
-    if subject in nics:
-        return [('nic', subject)], [('nic', subject)]
-    if GPU_RE.match(subject):
-        return [('gpu', subject)], [('gpu', subject)]
-    return [('unplaced', subject)], []
+    switched = bool(drawing.get('nvswitches') and gpus)
+    lines = set() if switched else set(frozenset(('GPU%s' % p['a'], 'GPU%s' % p['b']))
+                                       for p in drawing.get('nvlink') or [])
+    expected, titled, unplaced = {}, {}, []
+
+    def add(key, item, title=False):
+        expected.setdefault(key, set()).add(item['check'])
+        if title:
+            titled.setdefault(key, []).append(item['message'])
+    pairs = [(i, PAIR_RE.match(i['subject'] or '')) for i in items]
+    pairs = [(i, m.groups()) for i, m in pairs if m]
+    count = {}
+    for item, pair in pairs:
+        for gpu in pair:
+            count[gpu] = count.get(gpu, 0) + 1
+    for item, pair in pairs:
+        for gpu in pair:
+            if count[gpu] == max(count[pair[0]], count[pair[1]]):
+                add(('gpu', gpu), item, True)
+                if switched and gpu in gpus:
+                    add(('nvlink', frozenset((gpu, 'NVSwitch'))), item)
+        if not switched:
+            add(('nvlink', frozenset(pair)), item)
+            lines.add(frozenset(pair))
+    for item in items:
+        subject = item['subject']
+        if PAIR_RE.match(subject or ''):
+            continue
+        if subject in (None, 'node'):
+            add(('node', 'node'), item)
+        elif subject in ports:
+            add(('port', subject), item, True)
+            add(('nic', ports[subject]), item)
+        elif subject in nics:
+            add(('nic', subject), item, True)
+        elif GPU_RE.match(subject.replace(' ', '')):
+            gpu = subject.replace(' ', '')
+            add(('gpu', gpu), item, True)
+            if item['check'] == 'nvlink_active_links' and gpu in gpus:
+                for line in ([frozenset((gpu, 'NVSwitch'))] if switched else [x for x in lines if gpu in x]):
+                    add(('nvlink', line), item)
+        else:
+            unplaced.append(item)
+    node = [i for i in items if i['subject'] in (None, 'node')]
+    fallback = 'gpu_count' if drawing.get('driver_loaded') else 'driver_loaded'
+    for gpu in drawing.get('pci_gpus') or []:
+        for item in [i for i in node if gpu['bus'] in i['message']] or [i for i in node if i['check'] == fallback]:
+            add(('gpu', gpu['bus']), item, True)
+    return expected, titled, unplaced
 
 
 # ---------------------------------------------------------------- checks (each returns a list of problems)
@@ -212,19 +256,8 @@ def check_marks(host, scope, drawing, svg, items):
     """The marks in ``scope`` (the host's section) are exactly those the failures/regressions ``items`` name."""
     problems = []
     where = 'host %r' % host
-    gpus = drawn_names(drawing)[0]
-    expected = {}
-    titled = {}
-    unplaced = []
-    for item in items:
-        keys, titles = subject_keys(item['subject'], drawing, svg)
-        for key in keys:
-            if key[0] == 'unplaced':
-                unplaced.append(item)
-            else:
-                expected.setdefault(key, set()).add(item['check'])
-        for key in titles:
-            titled.setdefault(key, []).append(item['message'])
+    gpus = drawn_names(drawing)[0] + [g['bus'] for g in drawing.get('pci_gpus') or []]
+    expected, titled, unplaced = expected_marks(drawing, items)
     elements = {}
     for elem in scope.iter():
         key = element_key(elem)
@@ -306,14 +339,21 @@ def page_problems(page):
             continue
         svg = svgs[0]
         problems.extend(check_drawing(host, drawing, svg))
+        groups = page.group_sections(host)
+        for group in groups:
+            if group.get('data-status') != record['status']:
+                problems.append('host %r (%s) shares the drawing of group %r (%s)'
+                                % (host, record['status'], group.get('data-hosts'), group.get('data-status')))
         if items:
-            if len(sections) != 1 or not any(svg in s.find_all('svg', cls='topology') for s in sections):
-                problems.append('host %r has failures but no section.host of its own with its drawing' % host)
+            # its own drawing, or the drawing it shares with hosts of the same status and findings
+            scope = groups[0] if groups else (sections[0] if len(sections) == 1 else None)
+            if scope is None or svg not in scope.find_all('svg', cls='topology'):
+                problems.append('host %r has failures but no section with its drawing' % host)
                 continue
-            shared = [g for g in page.group_sections(host) if g.get('data-hosts', '').split() != [host]]
-            if shared:
-                problems.append('host %r has failures but is in the group %r' % (host, shared[0].get('data-hosts')))
-            problems.extend(check_marks(host, sections[0], drawing, svg, items))
+            if len(sections) != 1 or not sections[0].find_all('tr', cls='failure') + \
+                    sections[0].find_all('tr', cls='regression'):
+                problems.append('host %r has failures but no section.host with its findings table' % host)
+            problems.extend(check_marks(host, scope, drawing, svg, items))
         else:
             scopes = sections + page.group_sections(host)
             marked = [e for s in scopes for e in s.iter() if e.get('data-marked') == 'true']
@@ -370,9 +410,28 @@ def test_faults_page_one_drawing_per_fault(page):
     faulty = [r['host'] for r in shown.records if findings(r)]
     assert sorted(faulty) == sorted(h for h, specs in pages.FAULT_NODES if specs)
     assert len(shown.doc.find_all('svg', cls='topology')) == len(pages.FAULT_NODES)
-    marked = set(e.get('data-name') for e in shown.doc.iter() if e.get('data-marked') == 'true')
-    for name in ('GPU2', 'GPU3', 'GPU5', 'GPU6', 'mlx5_6', 'mlx5_6/1'):
-        assert name in marked
+    marked = {}
+    for host, dummy in pages.FAULT_NODES:
+        for elem in shown.host_sections(host)[0].iter():
+            if elem.get('data-marked') == 'true':
+                key = element_key(elem)
+                name = '-'.join(sorted(key[1])) if key[0] == 'nvlink' else key[1]
+                marked.setdefault(host, {})['%s %s' % (key[0], name)] = elem.get('data-checks')
+    buses = ['0000:19:00.0', '0000:3b:00.0', '0000:4c:00.0', '0000:5d:00.0', '0000:9b:00.0', '0000:bb:00.0',
+             '0000:cb:00.0', '0000:db:00.0']
+    nvlink = 'nvlink_active_links nvlink_relation'
+    assert marked == {
+        # every board on the PCI bus, none listed by nvidia-smi
+        'gpuops-fault-driver-not-loaded': dict(('gpu %s' % bus, 'driver_loaded') for bus in buses),
+        'gpuops-fault-ecc-uncorrectable': {'gpu GPU2': 'ecc_uncorrected remapped_rows_pending'},
+        # the board nvidia-smi lost, by bus id; the others keep their boxes, renumbered
+        'gpuops-fault-gpu-missing': {'gpu 0000:9b:00.0': 'outputs_disagree'},
+        'gpuops-fault-ib-port-down': {'nic mlx5_6': 'nic_port_state', 'port mlx5_6/1': 'nic_port_state'},
+        'gpuops-fault-mig-unexpected': {'gpu GPU6': 'mig_mode'},
+        # only the GPU every failing pair shares, and its NVLink to the switch
+        'gpuops-fault-nvlink-down': {'gpu GPU3': nvlink, 'nvlink GPU3-NVSwitch': nvlink},
+        'gpuops-fault-pcie-downtrained': {'gpu GPU5': 'pcie_gen pcie_width'},
+    }
     banners = shown.doc.find_all('p', cls='node-failure')
     assert sorted(set(c for b in banners for c in b.get('data-checks').split())) == [
         'driver_loaded', 'gpu_count', 'outputs_disagree']

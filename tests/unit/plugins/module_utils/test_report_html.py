@@ -154,7 +154,8 @@ def test_drawing_of_each_profile_is_small_and_json_safe():
     h100 = rh.drawing_from_topology(_profile(H100)[0])
     assert h100['nvswitches'] == 4 and len(h100['nvlink']) == 28
     assert h100['gpus'][3] == {'index': 3, 'name': 'NVIDIA H100 80GB HBM3', 'numa': 0, 'cpu_affinity': '0-191',
-                               'pcie': 'Gen5 x16', 'nvlink_active': 18, 'nvlink_total': 18}
+                               'pcie': 'Gen5 x16', 'nvlink_active': 18, 'nvlink_total': 18,
+                               'bus': '0000:5d:00.0'}
     assert h100['nvlink'][0] == {'a': 0, 'b': 1, 'relation': 'NV18'}
     assert h100['affinity'][3] == {'gpu': 3, 'nics': ['mlx5_5'], 'relation': 'PIX'}
     assert h100['nics'][0] == {'name': 'mlx5_0', 'numa': None, 'ports': [
@@ -206,29 +207,63 @@ def test_every_device_of_a_profile_is_drawn(name):
 
 
 def _expected_marks(failures, drawing):
-    """{data-name or ('line', a, b) or 'node' or ('unplaced', subject): set of checks} the page must mark."""
+    """{data-name or ('line', a, b) or 'node' or ('unplaced', subject): set of checks} the page must mark.
+
+    A failing GPU pair marks the GPU(s) of the pair that most failing pairs share, and its NVLink element: that
+    GPU's line to the NVSwitch, or (no NVSwitch) the pair's line (drawn as missing when the matrix has none); a
+    link-count failure marks the GPU's NVSwitch line or pair lines too. A GPU on the PCI bus that nvidia-smi does
+    not list is a box named by its bus id, marked with the node failures naming it, else gpu_count (driver
+    loaded) or driver_loaded.
+    """
     gpus = set('GPU%d' % g['index'] for g in drawing['gpus'])
     ports = set('%s/%s' % (n['name'], p['port']) for n in drawing['nics'] for p in n['ports'])
     nics = set(n['name'] for n in drawing['nics'])
-    pairs = set(('GPU%d' % p['a'], 'GPU%d' % p['b']) for p in drawing['nvlink']) if not drawing['nvswitches'] else ()
+    switched = bool(drawing['nvswitches'] and drawing['gpus'])
+    lines = set(('GPU%d' % p['a'], 'GPU%d' % p['b']) for p in drawing['nvlink']) if not switched else set()
     marks = {}
+
+    def add(name, check):
+        marks.setdefault(name, set()).add(check)
+    pairs = [f for f in failures if re.match(r'GPU[0-9]+-GPU[0-9]+\Z', f['subject'] or '')]
+    count = {}
+    for item in pairs:
+        for gpu in item['subject'].split('-'):
+            count[gpu] = count.get(gpu, 0) + 1
+    for item in pairs:
+        first, second = item['subject'].split('-')
+        for gpu in (first, second):
+            if count[gpu] == max(count[first], count[second]):
+                add(gpu, item['check'])
+                if switched:
+                    add(('line', gpu, 'NVSwitch'), item['check'])
+        if not switched:
+            add(('line', first, second), item['check'])
+            lines.add((first, second))
     for item in failures:
         subject = item['subject']
-        names = []
+        if item in pairs:
+            continue
         if subject in (None, 'node'):
-            names = ['node']
-        elif re.match(r'GPU[0-9]+-GPU[0-9]+\Z', subject):
-            first, second = subject.split('-')
-            names = [first, second] + ([('line', first, second)] if (first, second) in pairs else [])
+            add('node', item['check'])
         elif re.match(r'GPU[0-9]+\Z', subject) or subject in nics:
-            names = [subject]
+            add(subject, item['check'])
+            if item['check'] == 'nvlink_active_links' and subject in gpus:
+                if switched:
+                    add(('line', subject, 'NVSwitch'), item['check'])
+                for line in lines:
+                    if subject in line:
+                        add(('line',) + line, item['check'])
         elif subject in ports:
-            names = [subject, subject.rsplit('/', 1)[0]]
+            add(subject, item['check'])
+            add(subject.rsplit('/', 1)[0], item['check'])
         else:
-            names = [('unplaced', subject)]
-        for name in names:
-            marks.setdefault(name, set()).add(item['check'])
-        assert names, subject
+            add(('unplaced', subject), item['check'])
+    node = [f for f in failures if f['subject'] in (None, 'node')]
+    fallback = 'gpu_count' if drawing['driver_loaded'] else 'driver_loaded'
+    for gpu in drawing.get('pci_gpus') or []:
+        named = [f for f in node if gpu['bus'] in f['message']] or [f for f in node if f['check'] == fallback]
+        for item in named:
+            add(gpu['bus'], item['check'])
     return marks, gpus
 
 
@@ -286,10 +321,19 @@ def test_fault_marks_by_kind():
         marks[(name, fault)] = _found_marks(_section(root, 'h'))
     assert marks[(H100, 'ib_port_down')] == {'mlx5_6/1': {'nic_port_state'}, 'mlx5_6': {'nic_port_state'}}
     assert marks[(H100, 'pcie_downtrained')] == {'GPU5': {'pcie_gen', 'pcie_width'}}
-    assert marks[(H100, 'driver_not_loaded')] == {'node': {'driver_loaded'}}
-    assert marks[(H100, 'gpu_missing')] == {'node': {'gpu_count', 'outputs_disagree'}}
-    assert marks[(H100, 'nvlink_down')]['GPU3'] == {'nvlink_active_links', 'nvlink_relation'}
-    assert marks[(H100, 'nvlink_down')]['GPU0'] == {'nvlink_relation'}
+    buses = ['0000:19:00.0', '0000:3b:00.0', '0000:4c:00.0', '0000:5d:00.0', '0000:9b:00.0', '0000:bb:00.0',
+             '0000:cb:00.0', '0000:db:00.0']
+    expected = dict((bus, {'driver_loaded'}) for bus in buses)
+    expected['node'] = {'driver_loaded'}
+    assert marks[(H100, 'driver_not_loaded')] == expected
+    assert marks[(H100, 'gpu_missing')] == {'node': {'gpu_count', 'outputs_disagree'},
+                                            '0000:9b:00.0': {'outputs_disagree'}}
+    both = {'nvlink_active_links', 'nvlink_relation'}
+    # only the GPU all failing pairs share, and its line to the NVSwitch
+    assert marks[(H100, 'nvlink_down')] == {'GPU3': both, ('line', 'GPU3', 'NVSwitch'): both}
+    # no NVSwitch: GPU1 and the links it should have, drawn as missing
+    assert marks[(A100, 'nvlink_down')] == dict(
+        [('GPU1', both)] + [(('line',) + tuple(sorted(('GPU1', 'GPU%d' % i))), both) for i in (0, 2, 3, 4, 5, 6, 7)])
     assert marks[(PCIE, 'roce_retrans_high')] == {'rocep1s0f0/1': {'nic_retrans_ratio'},
                                                   'rocep1s0f0': {'nic_retrans_ratio'}}
     # the GPU whose NVLink is down is drawn with a dashed line to the switch, labelled 0
@@ -458,7 +502,7 @@ def test_page_head_verdict_and_check_mode():
     assert root.find('p', 'verdict')[0].attrs['data-verdict'] == 'HEALTHY'
     assert not root.find('p', 'check-mode')
     assert [c.all_text() for c in root.find('table', 'rack')[0].find('tr')[1].children] == [
-        'h', 'pcie_p100', 'validated', 'PASS', '-', '-']
+        'h', 'pcie_p100', 'validated', 'PASS', '-', '-', '-']
     record['check_mode'] = True
     record['pre_check'] = {'passed': False, 'failures': [{'check': 'c', 'subject': 'GPU0', 'message': 'm'}]}
     text, root = _page([record])
@@ -473,3 +517,103 @@ def test_slug():
     assert rh.slug('GPU_A01') != rh.slug('gpu-a01') != rh.slug('gpu.a01')
     assert re.match(r'[0-9a-f]{8}\Z', rh.slug(u'\u00e9\u00e9'))
     assert re.match(r'[0-9a-f]{8}\Z', rh.slug(''))
+
+
+def test_nvlink_pairs_mark_the_common_gpu_and_its_link():
+    # H100 (NVSwitch): GPU3's box and its line to the switch, red dashed, with every pair message; peers unmarked
+    text, root = _page([_record('h', H100, 'nvlink_down', {'gpu': 3})])
+    section = _section(root, 'h')
+    gpu3 = section.find('g', 'gpu', data_name='GPU3')[0]
+    assert all(('GPU%d to GPU3' % i if i < 3 else 'GPU3 to GPU%d' % i) in gpu3.children[0].text
+               for i in (0, 1, 2, 4, 5, 6, 7))
+    line = section.find('line', 'nvlink', data_a='GPU3', data_b='NVSwitch')[0]
+    assert line.attrs['data-checks'] == 'nvlink_active_links nvlink_relation' and 'GPU0 to GPU3' in line.all_text()
+    assert [n.attrs.get('data-name', n.attrs.get('data-a')) for n in _marked(section)] == ['GPU3', 'GPU3']
+    # A100 (no NVSwitch): the links GPU1 should have are drawn as missing, red dashed
+    text, root = _page([_record('h', A100, 'nvlink_down', {'gpu': 1})])
+    missing = _section(root, 'h').find('line', 'missing')
+    assert sorted((n.attrs['data-a'], n.attrs['data-b']) for n in missing) == sorted(
+        tuple(sorted(('GPU1', 'GPU%d' % i))) for i in (0, 2, 3, 4, 5, 6, 7))
+    assert all(n.classes() == ['nvlink', 'missing'] and n.attrs['data-marked'] == 'true' for n in missing)
+    assert 'svg line.nvlink.missing{stroke:#d0021b;stroke-dasharray' in text
+    # one failing pair marks both of its GPUs
+    record = _record('h', A100)
+    record['pre_check'] = {'passed': False, 'failures': [
+        {'check': 'nvlink_relation', 'subject': 'GPU0-GPU1', 'message': 'GPU0 to GPU1 is NV4, expected NV12'}]}
+    assert set(_found_marks(_section(_page([record])[1], 'h'))) == {'GPU0', 'GPU1', ('line', 'GPU0', 'GPU1')}
+
+
+def test_gpus_nvidia_smi_does_not_list_are_drawn_by_bus_id():
+    drawing = _record('h', H100, 'gpu_missing', {'gpu': 4})['drawing']
+    assert drawing['pci_gpus'] == [{'bus': '0000:9b:00.0', 'model': 'NVIDIA H100 80GB HBM3', 'numa': None}]
+    assert [g['bus'] for g in drawing['gpus']][3:5] == ['0000:5d:00.0', '0000:bb:00.0']
+    text, root = _page([_record('h', H100, 'gpu_missing', {'gpu': 4})])
+    section = _section(root, 'h')
+    box = section.find('g', 'missing')[0]
+    assert box.attrs['data-name'] == '0000:9b:00.0' and box.attrs['data-checks'] == 'outputs_disagree'
+    assert '9b:00.0' in box.all_text() and 'not listed by nvidia-smi' in box.all_text()
+    # the renumbered GPU4 shows the bus id of the board it is
+    assert 'bb:00.0' in section.find('g', 'gpu', data_name='GPU4')[0].all_text()
+    text, root = _page([_record('h', H100, 'driver_not_loaded')])
+    boxes = _section(root, 'h').find('g', 'missing')
+    assert len(boxes) == 8 and all(b.attrs['data-checks'] == 'driver_loaded' for b in boxes)
+
+
+def _gated(host, rack='rack_a', summary='level 1: Fail (Memtest on GPU 1)'):
+    record = _record(host, H100, rack=rack, phase='done')
+    record['post_check'] = {'passed': True, 'failures': [], 'regressions': [], 'deferred': []}
+    record['gates'] = {'dcgm': {'name': 'dcgm_diag', 'ran': True, 'passed': False, 'summary': summary,
+                                'failures': [{'check': 'dcgm_diag', 'subject': 'GPU 1', 'expected': 'Pass',
+                                              'actual': 'Fail', 'message': 'Memtest failed on GPU 1'}]}}
+    return record
+
+
+def test_hosts_share_a_drawing_only_with_the_same_status_and_findings():
+    healthy = [_record('ok-%d' % i, H100, phase='done', post_check={'passed': True, 'failures': []})
+               for i in range(2)]
+    reboot = _record('reboot', H100, phase='done', reboot={'required_by': ['driver'], 'rebooted': False},
+                     post_check={'passed': True, 'failures': []})
+    port = [_record('port-%d' % i, H100, 'ib_port_down', {'nic': 'mlx5_6'}) for i in range(3)]
+    gated = [_gated('gate-0'), _gated('gate-1'), _gated('gate-2', summary='other')]
+    text, root = _page(healthy + [reboot] + port + gated)
+    groups = dict((g.attrs['data-hosts'], g) for g in root.find('section', 'group'))
+    assert sorted(groups) == ['gate-0 gate-1 gate-2', 'ok-0 ok-1', 'port-0 port-1 port-2']
+    assert len(_section(root, 'reboot').find('svg')) == 1
+    group = groups['port-0 port-1 port-2']
+    assert group.attrs['data-status'] == 'held_back' and group.attrs['data-marks'] == 'true'
+    assert set(_found_marks(group)) == {'mlx5_6', 'mlx5_6/1'}
+    assert 'held_back' in group.find('h3')[0].all_text() and 'driver 545.23.08' in group.find('h3')[0].all_text()
+    section = _section(root, 'port-1')
+    assert section.find('tr', 'failure') and 'Drawing shared with 2 other hosts' in section.all_text()
+    # a failed gate is a finding: in the table, marked on the drawing (subject "GPU 1")
+    gate = groups['gate-0 gate-1 gate-2']
+    assert gate.attrs['data-status'] == 'failed' and _found_marks(gate) == {'GPU1': {'dcgm_diag'}}
+    rows = _section(root, 'gate-0').find('tr', 'failure')
+    assert [(r.attrs['data-check'], r.children[0].all_text()) for r in rows] == [('dcgm_diag', 'gate')]
+    # the Gates column of the rack table
+    table = root.find('table', 'rack')[0]
+    assert table.find('tr')[0].children[5].all_text() == 'Gates'
+    assert table.find('tr', data_host='gate-0')[0].children[5].all_text() == 'dcgm_diag FAIL'
+    assert table.find('tr', data_host='ok-0')[0].children[5].all_text() == '-'
+
+
+def test_drawings_keep_their_width_and_readable_text():
+    text, root = _page([_record('h', A100, 'ib_port_down', {'nic': 'mlx5_2'})])
+    style = root.find('style')[0].text
+    assert 'max-width:100%;height:auto' not in style and 'div.drawing{overflow-x:auto' in style
+    sizes = [float(m) for m in re.findall(r'svg \.(?:msg|lbl)\{font-size:([0-9.]+)px', style)]
+    assert len(sizes) == 2 and min(sizes) >= 11
+    assert root.find('div', 'drawing')[0].children[0].tag == 'svg'
+    assert 'line.affinity[data-relation="SYS"]' in style and 'line.affinity[data-relation="NODE"]' in style
+    assert re.match(r'Topology . driver [0-9.]+\Z', root.find('h4', 'drawing-head')[0].text)
+    # H100: the NICs of unknown NUMA node that are PIX to a GPU sit in that GPU's column
+    svg = Tree(report_svg.render_svg(_record('h', H100)['drawing'])).root
+    columns = dict((c.attrs['data-numa'], c) for c in svg.find('g', 'numa'))
+    nic = svg.find('g', 'nic', data_name='mlx5_5')[0]
+    rect = columns['0'].find('rect')[0].attrs
+    x = int(nic.find('rect')[0].attrs['x'])
+    assert int(rect['x']) <= x < int(rect['x']) + int(rect['width'])
+
+
+def test_bidi_marks_and_separators_are_replaced():
+    assert report_svg.clean(u'a\u200eb\u200fc\u061cd\u2028e\u2029f') == u'a\ufffdb\ufffdc\ufffdd\ufffde\ufffdf'
