@@ -641,8 +641,8 @@ CLASS_NOTE = ('expected_node_class: derived from this bundle by the collection\'
               'playbooks/profile.yml writes for such a node; options %s), which the bundle passes%s')
 
 
-def node_class_profile(name, tree):
-    """The derived profile of the healthy bundle ``tree`` and its site policy; SystemExit when the bundle fails it."""
+def derive_tree(tree, options):
+    """What the collection's profile_from_topology derives (with ``options``) from the bundle ``tree``."""
     collections_dir = os.path.join(REPO, '.build', 'collections')     # make collection-link
     if collections_dir not in sys.path:
         sys.path.insert(0, collections_dir)
@@ -651,9 +651,14 @@ def node_class_profile(name, tree):
     scratch = tempfile.mkdtemp(prefix='gpuops-profile-')
     try:
         B.write_tree(tree, scratch)
-        derivation = derive(gather_bundle(scratch), CLASS_OPTIONS)
+        return derive(gather_bundle(scratch), options)
     finally:
         shutil.rmtree(scratch)
+
+
+def node_class_profile(name, tree):
+    """The derived profile of the healthy bundle ``tree`` and its site policy; SystemExit when the bundle fails it."""
+    derivation = derive_tree(tree, CLASS_OPTIONS)
     if derivation['failures']:
         raise SystemExit('%s fails the profile derived from it: %s'
                          % (name, '; '.join(f['message'] for f in derivation['failures'])))

@@ -20,6 +20,7 @@ import tarfile
 
 import pytest
 
+from ansible_cli import ansible_playbook
 from real_captures import extract_ttar, real_path, real_text
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -248,11 +249,7 @@ def test_timeout_leading_zeros(tmp_path, value, seconds):
 
 def _playbook(tmp, *extra_vars):
     """capture.yml against this machine (local connection)."""
-    exe = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
-    if not os.path.exists(exe):
-        exe = shutil.which('ansible-playbook')
-    if not exe:
-        pytest.skip('ansible-playbook is not installed')
+    exe = ansible_playbook()
     inventory = os.path.join(tmp, 'inventory')
     with open(inventory, 'w') as handle:
         handle.write('node-1 ansible_connection=local ansible_python_interpreter=%s\n' % sys.executable)

@@ -7,12 +7,13 @@ __metaclass__ = type
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 
 import pytest
 import yaml
+
+from ansible_cli import ansible_playbook
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 PLAYBOOK = os.path.join(REPO, 'playbooks', 'profile.yml')
@@ -41,11 +42,7 @@ def _bundle(tmp, host, profile, port_state=None, rate=None):
 
 def _run(tmp, hosts, *args, **kwargs):
     group = kwargs.get('group', 'dgx_h100')
-    exe = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
-    if not os.path.exists(exe):
-        exe = shutil.which('ansible-playbook')
-    if not exe:
-        pytest.skip('ansible-playbook is not installed')
+    exe = ansible_playbook()
     inventory = os.path.join(tmp, 'inventory')
     os.makedirs(inventory, exist_ok=True)
     with open(os.path.join(inventory, 'hosts'), 'w') as handle:
@@ -197,7 +194,7 @@ def test_a_host_list_inventory_has_no_class_group(tmp_path):
     """-i host, has no groups (and no group_vars): refused before the node is read."""
     tmp = str(tmp_path)
     bundle = _bundle(tmp, 'gpu-a01', H100)
-    exe = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    exe = ansible_playbook()
     env = dict(os.environ, ANSIBLE_NOCOLOR='1', PWD=tmp)
     base = [exe, '-i', 'gpu-a01,', PLAYBOOK, '-e', 'gpuops_profile_class=ungrouped_x', '-e',
             'ansible_connection=local', '-e', 'ansible_python_interpreter=' + sys.executable,
