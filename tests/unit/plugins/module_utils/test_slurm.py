@@ -1,0 +1,95 @@
+# -*- coding: utf-8 -*-
+"""The ``scontrol show node`` parser on real outputs of Debian's Slurm 22.05.8 (tests/fixtures/real/slurm)."""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.gpuops.node.plugins.module_utils import slurm
+
+from real_captures import real_text
+
+CAPTURE = 'slurm/scontrol-show-node-%s-debian12-22.05.8.txt'
+MARK = 'gpuops:'
+
+# capture: (node, State=, in_service, drain, busy, drained, draining, down, reason, ours)
+CASES = {
+    'idle': ('slurmx-n2', 'IDLE', True, False, False, False, False, False, None, False),
+    'allocated': ('slurmx-n1', 'ALLOCATED', True, False, True, False, False, False, None, False),
+    'draining': ('slurmx-n1', 'ALLOCATED+DRAIN', False, True, True, False, True, False,
+                 'gpuops: rollout of nvidia_driver, mig', True),
+    'drained': ('slurmx-n1', 'IDLE+DRAIN', False, True, False, True, False, False,
+                'gpuops: rollout of nvidia_driver, mig', True),
+    'down': ('slurmx-n2', 'DOWN', False, False, False, False, False, True, 'operator: bad PSU', False),
+}
+
+
+@pytest.mark.parametrize('capture', sorted(CASES))
+def test_one_node_per_capture(capture):
+    node, state, in_service, drain, busy, drained, draining, down, reason, ours = CASES[capture]
+    parsed = slurm.parse_show_node(real_text(CAPTURE % capture))
+    assert parsed['not_found'] == []
+    assert [record['NodeName'] for record in parsed['nodes']] == [node]
+    status = slurm.node_status(parsed['nodes'][0], MARK)
+    assert (status['state'], status['in_service'], status['drain'], status['busy'], status['drained'],
+            status['draining'], status['down'], status['reason'], status['ours']) == (
+        state, in_service, drain, busy, drained, draining, down, reason, ours)
+
+
+def test_keys_that_take_the_rest_of_the_line():
+    record = slurm.parse_show_node(real_text(CAPTURE % 'drained'))['nodes'][0]
+    assert record['OS'] == 'Linux 6.18.44-fc-v769 #1 SMP PREEMPT_DYNAMIC @0'
+    assert record['Reason'] == 'gpuops: rollout of nvidia_driver, mig [root@2026-12-01T10:41:47]'
+    assert record['CPUAlloc'] == '0' and record['AllocTRES'] == '' and record['Partitions'] == 'gpu'
+    status = slurm.node_status(record, MARK)
+    assert (status['reason_user'], status['reason_time']) == ('root', '2026-12-01T10:41:47')
+
+
+def test_two_nodes_in_one_call():
+    text = real_text(CAPTURE % 'two')
+    found = slurm.statuses(text, ['slurmx-n1', 'slurmx-n2', 'slurmx-n9'], MARK)
+    assert found['slurmx-n1']['draining'] and found['slurmx-n1']['ours']
+    assert found['slurmx-n2']['in_service'] and not found['slurmx-n2']['busy']
+    assert found['slurmx-n9']['found'] is False and not found['slurmx-n9']['in_service']
+
+
+def test_a_node_slurm_does_not_know():
+    parsed = slurm.parse_show_node(real_text(CAPTURE % 'notfound-ERROR'))
+    assert parsed == {'nodes': [], 'not_found': ['nosuch']}
+
+
+def test_another_mark_is_not_ours():
+    record = slurm.parse_show_node(real_text(CAPTURE % 'drained'))['nodes'][0]
+    assert slurm.node_status(record, 'ops:')['ours'] is False
+
+
+@pytest.mark.parametrize('text', [
+    real_text('slurm/scontrol-update-resume-idle-ERROR-debian12-22.05.8.txt'),
+    'NodeName=x State=IDLE\nnot indented\n',
+    'PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n',
+])
+def test_text_that_is_not_show_node_is_refused(text):
+    with pytest.raises(slurm.SlurmParseError):
+        slurm.parse_show_node(text)
+
+
+@pytest.mark.parametrize('state, base, flags', [
+    ('IDLE', 'IDLE', []),
+    ('MIXED+DRAIN', 'MIXED', ['DRAIN']),
+    ('DOWN+NOT_RESPONDING', 'DOWN', ['NOT_RESPONDING']),
+    ('IDLE*', 'IDLE', ['NOT_RESPONDING']),
+    ('idle~', 'IDLE', ['POWERED_DOWN']),
+])
+def test_states_and_flags(state, base, flags):
+    assert slurm.split_state(state) == (base, flags)
+
+
+def test_a_not_responding_node_is_out_of_service():
+    status = slurm.node_status({'NodeName': 'n', 'State': 'IDLE+NOT_RESPONDING'}, MARK)
+    assert status['down'] and not status['in_service'] and not status['drain']
+
+
+def test_drain_reason_is_one_line_and_bounded():
+    assert slurm.drain_reason(MARK, 'failed:\n  nvlink  down') == 'gpuops: failed: nvlink down'
+    long = slurm.drain_reason(MARK, 'x' * 400)
+    assert len(long) == 240 and long.endswith('...') and long.startswith('gpuops: ')

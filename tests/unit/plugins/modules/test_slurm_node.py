@@ -1,0 +1,182 @@
+# -*- coding: utf-8 -*-
+"""gpuops.node.slurm_node with scontrol answered from real Slurm 22.05.8 outputs (tests/fixtures/real/slurm).
+
+A node's answer is a real capture of a node in that state. States the captures do not hold are derived from them by
+one transform (``_derive``): the State= value replaced and the Reason= line set or removed, as Slurm prints them in
+the drained and down captures.
+"""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import re
+
+import pytest
+
+from ansible.module_utils import basic
+
+from ansible_collections.gpuops.node.plugins.modules import slurm_node
+
+from module_harness import patch_module, run  # noqa: F401 pylint: disable=unused-import
+from real_captures import real_text
+
+CAPTURE = 'slurm/scontrol-show-node-%s-debian12-22.05.8.txt'
+NOT_FOUND = real_text(CAPTURE % 'notfound-ERROR')
+
+
+def _derive(text, state, reason):
+    """A real capture with another State= and Reason= (None: no Reason line)."""
+    text = re.sub(r'State=\S+', 'State=' + state, text, count=1)
+    text = re.sub(r'\n   Reason=[^\n]*', '', text)
+    if reason is not None:
+        text = text.rstrip('\n') + '\n   Reason=%s [root@2026-12-01T10:41:47]\n\n' % reason
+    return text
+
+
+class FakeSlurm(object):
+    """scontrol show/update over nodes kept as (state, reason); a busy node's jobs end after ``busy_reads`` reads."""
+
+    def __init__(self, nodes, busy_reads=0):
+        self.nodes = dict(nodes)
+        self.busy_reads = busy_reads
+        self.calls = []
+
+    def text(self, name):
+        state, reason = self.nodes[name]
+        base = real_text(CAPTURE % 'idle').replace('slurmx-n2', name)
+        return _derive(base, state, reason)
+
+    def __call__(self, _module, argv, **_kwargs):
+        self.calls.append(list(argv[1:]))
+        if argv[1:3] == ['show', 'node']:
+            out = ''
+            for name in argv[3].split(','):
+                if name not in self.nodes:
+                    return 1, NOT_FOUND.replace('nosuch', name), ''
+                state, reason = self.nodes[name]
+                if state.startswith('ALLOCATED'):
+                    if self.busy_reads <= 0:
+                        self.nodes[name] = (state.replace('ALLOCATED', 'IDLE'), reason)
+                    self.busy_reads -= 1
+                out += self.text(name)
+            return 0, out, ''
+        name = argv[2].split('=', 1)[1]
+        state, reason = self.nodes[name]
+        if argv[3] == 'state=drain':
+            base = state.split('+')[0]
+            self.nodes[name] = (base + '+DRAIN', argv[4].split('=', 1)[1])
+        elif argv[3] == 'state=resume':
+            if 'DRAIN' not in state and not state.startswith('DOWN'):
+                return 1, '', 'slurm_update error: Invalid node state specified\n'
+            self.nodes[name] = ('IDLE', None)
+        return 0, '', ''
+
+
+@pytest.fixture
+def slurm(monkeypatch):
+    def make(nodes, busy_reads=0):
+        fake = FakeSlurm(nodes, busy_reads)
+
+        # a function, so that it is bound as AnsibleModule.run_command is
+        def run_command(module, argv, **kwargs):
+            return fake(module, argv, **kwargs)
+        monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
+        monkeypatch.setattr(slurm_node.time, 'sleep', lambda _s: None)
+        return fake
+    return make
+
+
+def updates(fake):
+    return [call for call in fake.calls if call[0] == 'update']
+
+
+def test_the_capture_of_two_nodes_reads_back_through_the_module(monkeypatch):
+    calls = []
+
+    def scontrol(_module, argv, **_kwargs):
+        calls.append(argv)
+        return 0, real_text(CAPTURE % 'two').replace('slurmx-', ''), ''
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', scontrol)
+    result = run(slurm_node, {'name': ['n1', 'n2']})
+    assert calls == [['scontrol', 'show', 'node', 'n1,n2']]
+    assert result['changed'] is False
+    assert result['nodes']['n1']['draining'] and result['nodes']['n2']['in_service']
+
+
+def test_drain_an_idle_node(slurm):
+    fake = slurm({'n1': ('IDLE', None)})
+    result = run(slurm_node, {'name': ['n1'], 'state': 'drain', 'reason': 'rollout of nvidia_driver'}, diff=True)
+    assert updates(fake) == [['update', 'nodename=n1', 'state=drain', 'reason=gpuops: rollout of nvidia_driver']]
+    assert result['changed'] and result['drained'] == ['n1'] and result['left'] == {}
+    assert result['before']['n1']['in_service'] and result['nodes']['n1']['drained']
+    assert result['diff'] == {'before': 'n1: IDLE\n', 'after': 'n1: IDLE+DRAIN (gpuops: rollout of nvidia_driver)\n'}
+
+
+def test_drain_again_with_the_same_reason_changes_nothing(slurm):
+    fake = slurm({'n1': ('IDLE+DRAIN', 'gpuops: rollout of mig')})
+    result = run(slurm_node, {'name': ['n1'], 'state': 'drain', 'reason': 'rollout of mig'})
+    assert updates(fake) == [] and result['changed'] is False
+
+
+def test_drain_waits_for_the_jobs(slurm):
+    fake = slurm({'n1': ('ALLOCATED', None)}, busy_reads=3)
+    result = run(slurm_node, {'name': ['n1'], 'state': 'drain', 'reason': 'r', 'wait': True, 'poll_interval': 1})
+    assert result['before']['n1']['busy'] and result['nodes']['n1']['drained']
+    assert len([c for c in fake.calls if c[0] == 'show']) >= 4
+
+
+def test_drain_that_times_out_fails_and_says_the_node_stays_drained(slurm):
+    slurm({'n1': ('ALLOCATED', None)}, busy_reads=10 ** 6)
+    result = run(slurm_node, {'name': ['n1'], 'state': 'drain', 'reason': 'r', 'wait': True, 'wait_timeout': 0},
+                 expect_fail=True)
+    assert 'jobs still run on n1 (ALLOCATED+DRAIN) after 0 s (wait_timeout): the node stays drained' in result['msg']
+    assert result['drained'] == ['n1'] and result['changed'] is True
+
+
+def test_an_operators_drain_keeps_its_reason_but_its_jobs_are_waited_for(slurm):
+    fake = slurm({'n1': ('ALLOCATED+DRAIN', 'operator: fan swap')}, busy_reads=2)
+    result = run(slurm_node, {'name': ['n1'], 'state': 'drain', 'reason': 'r', 'wait': True})
+    assert updates(fake) == []
+    assert result['left'] == {'n1': 'operator: fan swap'} and result['changed'] is False
+    assert result['nodes']['n1']['drained']
+
+
+def test_resume_only_what_the_rollout_drained(slurm):
+    fake = slurm({'n1': ('IDLE+DRAIN', 'gpuops: failed: nvlink'), 'n2': ('IDLE+DRAIN', 'operator: PSU'),
+                  'n3': ('IDLE', None)})
+    result = run(slurm_node, {'name': ['n1', 'n2', 'n3'], 'state': 'resume'})
+    assert updates(fake) == [['update', 'nodename=n1', 'state=resume']]
+    assert result['resumed'] == ['n1'] and result['left'] == {'n2': 'operator: PSU'}
+    assert result['nodes']['n1']['in_service'] and result['nodes']['n2']['drained']
+
+
+def test_check_mode_changes_nothing(slurm):
+    fake = slurm({'n1': ('IDLE', None), 'n2': ('IDLE+DRAIN', 'gpuops: x')})
+    drained = run(slurm_node, {'name': ['n1'], 'state': 'drain', 'reason': 'r', 'wait': True}, check_mode=True, diff=True)
+    resumed = run(slurm_node, {'name': ['n2'], 'state': 'resume'}, check_mode=True)
+    assert updates(fake) == []
+    assert drained['changed'] and drained['drained'] == ['n1'] and drained['diff']['after'] == 'n1: (drain) gpuops: r\n'
+    assert resumed['changed'] and resumed['resumed'] == ['n2']
+
+
+def test_a_node_slurm_does_not_know_fails_naming_it(slurm):
+    slurm({'n1': ('IDLE', None)})
+    result = run(slurm_node, {'name': ['gpu-x9']}, expect_fail=True)
+    assert result['msg'].startswith('Slurm does not know the node gpu-x9 (scontrol show node: Node gpu-x9 not found')
+
+
+def test_a_refused_update_fails_with_scontrols_words(slurm, monkeypatch):
+    fake = slurm({'n1': ('IDLE', None)})
+
+    def refuse(module, argv, **kwargs):
+        if argv[1] == 'update':
+            return 1, '', 'slurm_update error: Invalid node state specified\n'
+        return fake(module, argv, **kwargs)
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', refuse)
+    result = run(slurm_node, {'name': ['n1'], 'state': 'drain', 'reason': 'r'}, expect_fail=True)
+    assert result['msg'].endswith('failed (exit 1): slurm_update error: Invalid node state specified')
+
+
+def test_drain_needs_a_reason(slurm):
+    slurm({'n1': ('IDLE', None)})
+    result = run(slurm_node, {'name': ['n1'], 'state': 'drain'}, expect_fail=True)
+    assert 'reason' in result['msg']
