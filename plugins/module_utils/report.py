@@ -46,6 +46,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from ansible_collections.gpuops.node.plugins.module_utils import report_gates as gates_
+from ansible_collections.gpuops.node.plugins.module_utils import scheduler as scheduler_
 from ansible_collections.gpuops.node.plugins.module_utils.rawtext import as_text
 
 STATUSES = ('provisioned', 'validated', 'held_back', 'reboot_required', 'regressed', 'unreachable', 'failed',
@@ -273,6 +274,10 @@ def normalize_record(raw):
         record['gates'] = gates_.normalize_gates(raw.get('gates'), host)
     except gates_.GateError as exc:
         raise ReportError(str(exc))
+    try:
+        record['scheduler'] = scheduler_.normalize(raw.get('scheduler'), host)
+    except scheduler_.SchedulerError as exc:
+        raise ReportError(str(exc))
     lost = [message for message in lost if message]
     record['unreachable'] = _bool(raw.get('unreachable'), 'unreachable', host) or bool(lost)
     if lost and not record['error']:
@@ -405,9 +410,12 @@ def build_report(records, title=None, racks=None):
         racks[-1]['hosts'].append(record)
     for rack in racks:
         rack['summary'] = summarize(rack['hosts'])
+    check_mode = any(r['check_mode'] for r in normalized)
+    for record in normalized:
+        record['service'] = scheduler_.service_plan(record, host_reason(record), scheduler_.MARK, check_mode)
     return {
         'title': _text(title) or DEFAULT_TITLE,
-        'check_mode': any(r['check_mode'] for r in normalized),
+        'check_mode': check_mode,
         'summary': summarize(normalized),
         'racks': racks,
     }
@@ -419,6 +427,9 @@ def _public(record):
     public = dict((k, record.get(k)) for k in RECORD_KEYS)
     if record.get('drawing') is not None:
         public['drawing'] = record['drawing']
+    if record.get('scheduler') is not None:
+        public['scheduler'] = record['scheduler']
+        public['service'] = record.get('service')
     return public
 
 
@@ -589,6 +600,7 @@ def render_markdown(report):
                                    _cell(gate['summary'])]))
         lines.append(u'')
 
+    lines += scheduler_.markdown(report, _cell)
     detailed = [r for rack in report['racks'] for r in rack['hosts'] if _has_details(r)]
     lines += [u'## Details', u'']
     if not detailed:

@@ -66,6 +66,10 @@ options:
         failed (an error), reboot required, then the post-change check and the gates (V(provisioned) or V(failed)) or,
         without one,
         the pre-change check (V(validated) or V(failed)).
+      - V(scheduler) is the host's node in its scheduler, when the rollout drains through one; V(name) (V(slurm) or
+        V(kubernetes)), V(node) (its name there), V(before) (its state as read before any change; V(drain), V(ours),
+        V(in_service), V(state), V(reason)), V(drained) (this run drained it), V(applied) (the roles ran after the drain),
+        V(error). The report adds a scheduler section and RV(service).
       - V(drawing) is what P(gpuops.node.topology_drawing#filter) makes of the host's C(gpu_topology); the HTML page
         draws it (or the record's V(gpu_topology) when there is no V(drawing)).
       - Other keys, for example V(gpu_topology), are kept in the per-host files (see O(host_dir)) and left out of the
@@ -303,6 +307,15 @@ written:
   returned: always
   type: bool
   sample: true
+service:
+  description:
+    - What becomes of each host's node in its scheduler (hosts whose record has C(scheduler)), decided from its status
+      here; site.yml carries it out after the report.
+    - C(action) is V(resume) (back to service), V(keep) (stays drained, C(reason) the new drain reason), V(left)
+      (drained by someone else, left so) or V(none); C(text) says it in one line, as the report does.
+  returned: always
+  type: dict
+  sample: {gpu-a01: {action: keep, node: gpu-a01, reason: 'gpuops: failed: nvlink_active 17 != 18', text: 'stays drained: ...'}}
 markdown:
   description: The Markdown report.
   returned: always
@@ -438,8 +451,10 @@ def run_module(module):
     failing = failing_hosts(report, params['fail_held_back'], params['fail_reboot_required'])
     # a partial report (hosts of later batches) is written only when the rollout may stop after this batch
     written = not report['summary']['not_started'] or bool(failing)
+    service = dict((r['host'], r['service']) for rack in report['racks'] for r in rack['hosts'] if r.get('service'))
     result = dict(changed=False, paths=paths, changed_files=[], summary=report['summary'],
-                  statuses=statuses, failing=failing, written=written, markdown=rendered['markdown'])
+                  statuses=statuses, failing=failing, written=written, markdown=rendered['markdown'],
+                  service=service)
     if not written:
         if module._diff:
             result['diff'] = []

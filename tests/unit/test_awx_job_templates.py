@@ -112,6 +112,18 @@ def _spec_choices(role, name):
 
 
 _CAPTURE_CHECK = _expression('playbooks/capture.yml', "__gpuops_command_timeout | int > 0", '__gpuops_command_timeout')
+
+
+def _batches(value):
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.gpuops.node.plugins.filter.scheduler import rack_batches
+    try:
+        rack_batches([4], value)
+    except AnsibleFilterError:
+        return False
+    return True
+
+
 _DCGM_TIMEOUT = _expression('roles/dcgm/tasks/preflight.yml', 'dcgm_diag_timeout > 0', 'dcgm_diag_timeout')
 
 # (role or gpuops, variable): (low, high or None, file that enforces it, check)
@@ -128,6 +140,7 @@ RANGES = {
                                   _spec_choices('dcgm', 'dcgm_diag_level')),
     ('dcgm', 'dcgm_diag_timeout'): (1, None, 'roles/dcgm/tasks/preflight.yml', _DCGM_TIMEOUT),
     ('gpuops', 'gpuops_command_timeout'): (1, None, 'playbooks/capture.yml', _CAPTURE_CHECK),
+    ('gpuops', 'gpuops_max_unavailable_per_rack'): (0, None, 'plugins/filter/scheduler.py', _batches),
 }
 
 
@@ -167,7 +180,8 @@ def test_template(template):
     assert survey['name'] and survey['description'] and survey['spec']
     variables = [q['variable'] for q in survey['spec']]
     assert len(variables) == len(set(variables)), variables
-    assert len(variables) <= 7
+    # short enough to read at launch: the rest is inventory
+    assert len(variables) <= 8
 
 
 def test_job_template_options_are_the_modules():

@@ -1,0 +1,53 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.node contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The filters site.yml drains nodes with (documented beside): the rollout's batches, which hosts of a batch it
+drains, and a Kubernetes node's state in the form Slurm's is read."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.node.plugins.module_utils import scheduler
+
+
+def _whole(value, name):
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise AnsibleFilterError('%s must be a whole number, got %r' % (name, value))
+    if number < 0:
+        raise AnsibleFilterError('%s must be 0 or more, got %r' % (name, value))
+    return number
+
+
+def rack_batches(sizes, max_unavailable=0):
+    """The play's serial list: each rack's size, split in batches of at most max_unavailable hosts (0: whole)."""
+    limit = _whole(max_unavailable, 'gpuops_max_unavailable_per_rack')
+    batches = []
+    for size in sizes:
+        size = _whole(size, 'a rack size')
+        step = limit or size
+        batches.extend(min(step, size - start) for start in range(0, size, step))
+    return batches
+
+
+def drain_plan(batch, states, max_unavailable=0):
+    try:
+        return scheduler.drain_plan(batch, states, max_unavailable)
+    except scheduler.SchedulerError as exc:
+        raise AnsibleFilterError('drain_plan: %s' % exc)
+
+
+def k8s_node_status(resource, annotation=scheduler.K8S_ANNOTATION):
+    if resource is not None and not isinstance(resource, dict):
+        raise AnsibleFilterError('k8s_node_status: the input must be a Node object or null, got %s'
+                                 % type(resource).__name__)
+    return scheduler.k8s_node_status(resource, annotation)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'rack_batches': rack_batches, 'drain_plan': drain_plan, 'k8s_node_status': k8s_node_status}
