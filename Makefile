@@ -6,9 +6,11 @@
 #   make units           pytest tests/unit (collection importable as ansible_collections.gpuops.node)
 #   make browser         pytest tests/browser: rack report pages rendered by headless chromium, checked through
 #                        the DOM it builds; full-page screenshots in .build/screenshots/ (needs chromium)
+#   make bench           the benchmarks of bench/ (validate.yml on 50, 200 and 1,000 simulated hosts against
+#                        ansible -m ping, the parsers, the report): each prints its ratios, none asserts a time
 #   make molecule        every molecule scenario, one after another (molecule test -s NAME)
 #   make molecule-NAME   one scenario
-#   make test            lint sanity units browser molecule, stopping at the first failure
+#   make test            lint sanity units browser bench molecule, stopping at the first failure
 #   make images          build the podman base images the scenarios use (localhost/gpuops-base:SUITE)
 #   make clean           remove build and test output (keeps .venv and the images)
 #   make demo            a virtual rack of simulated GPU nodes (podman containers) rolled out with site.yml;
@@ -61,7 +63,7 @@ MOLECULE_LOCK ?= /tmp/gpuops-node-molecule.lock
 # Base image suites used by the scenarios (localhost/gpuops-base:SUITE).
 IMAGE_SUITES ?= $(or $(sort $(shell sed -n 's/.*localhost\/gpuops-base:\([a-z]*\).*/\1/p' molecule/*/molecule.yml 2>/dev/null)),bookworm)
 
-.PHONY: help venv collection-link lint yamllint ansible-lint changelog-lint sanity units browser \
+.PHONY: help venv collection-link lint yamllint ansible-lint changelog-lint sanity units browser bench \
         images molecule $(MOLECULE_TARGETS) test clean
 
 help:
@@ -131,6 +133,16 @@ browser: collection-link
 	  $(TIMED) browser $(BIN)/python -m pytest tests/browser -p no:cacheprovider -ra $(PYTEST_ARGS) \
 	  || { rc=$$?; if [ $$rc -eq 5 ]; then echo "browser: pytest collected no tests (exit 5): failing" >&2; fi; exit $$rc; }
 
+# ---------------------------------------------------------------- bench
+# Each benchmark prints its measurements and ratios and never asserts a time; one fails only when what it runs
+# does not work. bench_validate: validate.yml against ansible -m ping on 50, 200 and 1,000 simulated hosts, with
+# ./ansible.cfg. The second run of site.yml is benchmarked in the verify of the role scenarios
+# (bench/second_run.yml).
+bench: collection-link
+	@for b in bench_device_errors bench_report_html; do $(TIMED) $$b $(BIN)/python bench/$$b.py; done
+	@$(TIMED) bench_gather $(BIN)/python bench/bench_gather.py --repeat 2
+	@$(TIMED) bench_validate $(BIN)/python bench/bench_validate.py
+
 # ---------------------------------------------------------------- molecule
 images:
 	@for suite in $(IMAGE_SUITES); do $(TIMED) image-$$suite bash tests/images/build-image.sh $$suite; done
@@ -143,8 +155,8 @@ $(MOLECULE_TARGETS): molecule-%: collection-link images
 
 # ---------------------------------------------------------------- all
 # Prerequisites run in order; make stops at the first one that fails.
-test: host lint build sanity units browser molecule demo-check
-	@echo "== make test: lint, build, sanity, units, browser, molecule ($(MOLECULE_SCENARIOS)) and the demo passed"
+test: host lint build sanity units browser bench molecule demo-check
+	@echo "== make test: lint, build, sanity, units, browser, bench, molecule ($(MOLECULE_SCENARIOS)) and the demo passed"
 
 clean:
 	rm -rf $(BUILD)/collections $(BUILD)/sanity $(BUILD)/sanity-bin tests/output .pytest_cache
