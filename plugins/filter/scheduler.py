@@ -13,25 +13,11 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuops.node.plugins.module_utils import scheduler
 
 
-def _whole(value, name):
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise AnsibleFilterError('%s must be a whole number, got %r' % (name, value))
-    if number < 0:
-        raise AnsibleFilterError('%s must be 0 or more, got %r' % (name, value))
-    return number
-
-
 def rack_batches(sizes, max_unavailable=0):
-    """The play's serial list: each rack's size, split in batches of at most max_unavailable hosts (0: whole)."""
-    limit = _whole(max_unavailable, 'gpuops_max_unavailable_per_rack')
-    batches = []
-    for size in sizes:
-        size = _whole(size, 'a rack size')
-        step = limit or size
-        batches.extend(min(step, size - start) for start in range(0, size, step))
-    return batches
+    try:
+        return scheduler.rack_batches(sizes, max_unavailable)
+    except scheduler.SchedulerError as exc:
+        raise AnsibleFilterError('rack_batches: %s' % exc)
 
 
 def drain_plan(batch, states, max_unavailable=0):

@@ -36,7 +36,8 @@ def k8s_node_status(resource, annotation=K8S_ANNOTATION):
     """
     if not resource:
         return {'name': None, 'found': False, 'state': None, 'drain': False, 'busy': False, 'down': False,
-                'drained': False, 'draining': False, 'in_service': False, 'reason': None, 'ours': False}
+                'drained': False, 'draining': False, 'in_service': False, 'reason': None, 'ours': False,
+                'theirs': False}
     metadata = resource.get('metadata') or {}
     annotations = metadata.get('annotations') or {}
     cordoned = bool((resource.get('spec') or {}).get('unschedulable'))
@@ -47,7 +48,7 @@ def k8s_node_status(resource, annotation=K8S_ANNOTATION):
     state = ('Ready' if not down else 'NotReady') + (',SchedulingDisabled' if cordoned else '')
     return {'name': metadata.get('name'), 'found': True, 'state': state, 'drain': cordoned, 'busy': False,
             'down': down, 'drained': cordoned, 'draining': False, 'in_service': not cordoned and not down,
-            'reason': reason if ours else None, 'ours': ours}
+            'reason': reason if ours else None, 'ours': ours, 'theirs': cordoned and not ours}
 
 
 def _int(value, name):
@@ -58,6 +59,17 @@ def _int(value, name):
     if number < 0:
         raise SchedulerError('%s must be 0 or more, got %r' % (name, value))
     return number
+
+
+def rack_batches(sizes, max_unavailable=0):
+    """The play's serial list: each rack's size, split in batches of at most max_unavailable hosts (0: whole)."""
+    limit = _int(max_unavailable, 'gpuops_max_unavailable_per_rack')
+    batches = []
+    for size in sizes:
+        size = _int(size, 'a rack size')
+        step = limit or size
+        batches.extend(min(step, size - start) for start in range(0, size, step))
+    return batches
 
 
 def drain_plan(batch, states, max_unavailable):
@@ -98,7 +110,8 @@ def drain_plan(batch, states, max_unavailable):
 
 
 def normalize(raw, host):
-    """The ``scheduler`` field of a host record: None (no scheduler) or {name, node, before, drained, error}."""
+    """The ``scheduler`` field of a host record: None (no scheduler) or {name, node, before, drained, applied,
+    full_run, error}."""
     if raw is None or raw == {}:
         return None
     if not isinstance(raw, dict):
@@ -115,17 +128,30 @@ def normalize(raw, host):
         'before': before,
         'drained': bool(raw.get('drained')),
         'applied': bool(raw.get('applied')),
+        'full_run': bool(raw.get('full_run', True)),
         'error': raw.get('error') or None,
     }
+
+
+def _earlier_failure(before, mark):
+    """The reason of a failure an earlier run left the node drained for (None: not drained by the rollout for a
+    failure; a drain for a rollout that did not finish says 'rollout of ...')."""
+    reason = before.get('reason') or ''
+    if not before.get('ours') or not reason.startswith(mark):
+        return None
+    text = reason[len(mark):].strip()
+    return None if text.startswith('rollout of ') else text
 
 
 def service_plan(record, reason, mark, check_mode=False):
     """What becomes of a host's node after the report, from its status (decided by the report) and its scheduler.
 
-    - a node drained by someone else before the run stays as it is (``left``);
-    - a node the rollout drained, in this run or an earlier one, goes back to service when the host passed
-      (``resume``), or when this run drained it and changed nothing (its drain timed out, its rack was full);
-    - otherwise it stays drained, its reason the host's failures (``keep``);
+    - a node drained or down by someone else before the run stays as it is (``left``);
+    - a node the rollout drained goes back to service when the host passed (``resume``), or when this run drained it
+      and changed nothing (its drain timed out, its rack was full);
+    - a node an earlier run left drained for a failure goes back only after a run of every role of the rollout
+      (``full_run``: no --tags) passed; a narrower run keeps it drained with that failure as the reason;
+    - otherwise a node the rollout drained stays drained, its reason the host's failures (``keep``);
     - a node the rollout did not drain stays as it is (``none``).
     Returns {action, node, reason (for keep: the new reason, without the mark), text (one line for the report)}.
     """
@@ -133,22 +159,31 @@ def service_plan(record, reason, mark, check_mode=False):
     if not sched:
         return None
     before, status = sched['before'], record['status']
-    verb = 'would ' if check_mode else ''
     ours = sched['drained'] or bool(before.get('ours'))
+    earlier = _earlier_failure(before, mark)
+    # in check mode nothing was drained: "drained" is what the run would have drained
+    drain_first = 'drain, then ' if check_mode and sched['drained'] and before.get('in_service') else ''
     plan = {'action': 'none', 'node': sched['node'], 'reason': None}
-    if before.get('drain') and not before.get('ours'):
+    if before.get('theirs', before.get('drain') and not before.get('ours')):
         plan['action'] = 'left'
-        plan['text'] = 'drained by someone else before the run (%s): left drained' % (before.get('reason') or 'no reason')
+        plan['text'] = '%s by someone else before the run (%s): left as it was' % (
+            'drained' if before.get('drain') else 'out of service', before.get('reason') or 'no reason')
+    elif earlier and status in SERVING_STATUSES and not sched.get('full_run', True):
+        plan['action'] = 'keep'
+        plan['reason'] = earlier
+        plan['text'] = ('%s drained: an earlier run left it drained (%s); a run of only some roles does not clear '
+                        'it: run every role of gpuops_roles' % ('would stay' if check_mode else 'stays', earlier))
     elif ours and (status in SERVING_STATUSES or (sched['drained'] and not sched['applied'])):
         plan['action'] = 'resume'
-        plan['text'] = '%sreturn%s to service' % (verb, '' if check_mode else 'ed')
+        plan['text'] = ('would %sreturn to service' % drain_first) if check_mode else 'returned to service'
         if status not in SERVING_STATUSES:
             plan['text'] += ' (nothing was changed on it)'
     elif ours:
         plan['action'] = 'keep'
         # the scheduler's reason, without the mark (slurm_node writes it first; on Kubernetes the annotation is the mark)
         plan['reason'] = one_line('%s: %s' % (status, reason), 240 - len(mark) - 1)
-        plan['text'] = '%s drained: %s' % ('would stay' if check_mode else 'stays', drain_reason(mark, plan['reason']))
+        plan['text'] = '%s drained: %s' % (('would %sstay' % drain_first) if check_mode else 'stays',
+                                           drain_reason(mark, plan['reason']))
     else:
         plan['text'] = 'in service, not drained' if before.get('in_service', True) else (
             'out of service (%s), not drained by the rollout' % (before.get('state') or 'unknown'))

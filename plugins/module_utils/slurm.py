@@ -122,6 +122,9 @@ def node_status(record, mark):
         'reason_user': user,
         'reason_time': when,
         'ours': bool(drain and reason is not None and reason.startswith(mark)),
+        # drained or down by someone else (an operator, Slurm itself): its reason is never written over, and it is
+        # never returned to service by the rollout
+        'theirs': bool((drain or down) and not (reason is not None and reason.startswith(mark))),
     }
 
 
@@ -137,7 +140,7 @@ def statuses(text, names, mark):
             result[name] = {'name': name, 'found': False, 'state': None, 'drain': False, 'busy': False,
                             'down': False, 'drained': False, 'draining': False, 'in_service': False,
                             'reason': None, 'reason_user': None, 'reason_time': None, 'ours': False,
-                            'base': None, 'flags': []}
+                            'theirs': False, 'base': None, 'flags': []}
     return result
 
 

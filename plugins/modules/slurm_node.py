@@ -20,9 +20,11 @@ description:
   - V(drain) drains a node in service with O(reason) after O(mark); on a node the rollout drained before it only updates
     the reason; a node drained by someone else keeps its reason and is reported in RV(left). With O(wait) it then waits
     until no job runs on the drained nodes, at most O(wait_timeout) seconds, and fails when jobs still run.
-  - V(resume) returns to service only the nodes the rollout drained (C(state=resume)); a node drained by someone else
-    stays drained (RV(left)), a node in service is left alone.
-  - A node Slurm does not know fails the module, naming it.
+  - V(resume) returns to service only the nodes the rollout drained (C(state=resume)); a node drained or down by someone
+    else stays as it is (RV(left)), a node in service is left alone.
+  - A node drained or down by someone else (its reason does not start with O(mark)) never gets the rollout's reason.
+  - A node Slurm does not know fails the module, naming it, unless O(missing=report).
+  - When C(scontrol) fails after a node was drained, the failure still says which nodes were (RV(drained)).
 author:
   - gpuops.node maintainers (@gpuops)
 requirements:
@@ -51,6 +53,17 @@ options:
   reason:
     description: The drain's reason, written after O(mark) on one line (at most 240 characters). Required with V(drain).
     type: str
+  update_reason:
+    description:
+      - With V(drain), write O(reason) also on a node the rollout drained before (its reason starts with O(mark)).
+      - V(false) keeps that node's reason (the failure an earlier run left it drained for).
+    type: bool
+    default: true
+  missing:
+    description: A node Slurm does not know fails the module (V(fail)), or is returned with C(found=false) (V(report)).
+    type: str
+    choices: [fail, report]
+    default: fail
   mark:
     description: The start of every reason the rollout writes, which tells its drains from others'.
     type: str
@@ -123,7 +136,7 @@ resumed:
   type: list
   elements: str
 left:
-  description: The nodes drained by someone else (their reason does not start with O(mark)), left as they were, with their reason.
+  description: The nodes drained or down by someone else (their reason does not start with O(mark)), left as they were, with their reason.
   returned: always
   type: dict
   sample: {gpu-a02: 'operator: bad PSU'}
@@ -141,20 +154,28 @@ from ansible_collections.gpuops.node.plugins.module_utils.slurm import (
     SlurmParseError, drain_reason, statuses)
 
 
+# what a failure says too: the nodes read and drained so far, so that a caller knows what to undo
+STATE = {'before': {}, 'drained': [], 'resumed': [], 'left': {}}
+
+
+def fail(module, msg, rc=None):
+    module.fail_json(msg=msg, rc=rc, changed=bool(STATE['drained'] or STATE['resumed']), **STATE)
+
+
 def read(module, names):
     argv = [module.params['scontrol'], 'show', 'node', ','.join(names)]
     rc, out, err = module.run_command(argv)
     try:
         found = statuses(out, names, module.params['mark'])
     except SlurmParseError as exc:
-        module.fail_json(msg='%s: could not read its output (%s): %s' % (' '.join(argv), exc, (err or out).strip()[:400]),
-                         rc=rc)
+        fail(module, '%s failed (exit %s), its output is not a node list (%s): %s'
+             % (' '.join(argv), rc, exc, (err or out).strip()[:400]), rc)
     missing = sorted(name for name, node in found.items() if not node['found'])
-    if missing:
-        module.fail_json(msg='Slurm does not know the node%s %s (scontrol show node: %s)'
-                         % ('' if len(missing) == 1 else 's', ', '.join(missing), (out or err).strip()[:400]), rc=rc)
-    if rc != 0:
-        module.fail_json(msg='%s failed (exit %d): %s' % (' '.join(argv), rc, (err or out).strip()[:400]), rc=rc)
+    if rc != 0 and len(missing) == len(names) and 'not found' not in out:
+        fail(module, '%s failed (exit %d): %s' % (' '.join(argv), rc, (err or out).strip()[:400]), rc)
+    if missing and module.params['missing'] == 'fail':
+        fail(module, 'Slurm does not know the node%s %s (scontrol show node: %s)'
+             % ('' if len(missing) == 1 else 's', ', '.join(missing), (out or err).strip()[:400]), rc)
     return found
 
 
@@ -162,7 +183,7 @@ def update(module, name, words):
     argv = [module.params['scontrol'], 'update', 'nodename=%s' % name] + words
     rc, out, err = module.run_command(argv)
     if rc != 0:
-        module.fail_json(msg='%s failed (exit %d): %s' % (' '.join(argv), rc, (err or out).strip()[:400]), rc=rc)
+        fail(module, '%s failed (exit %d): %s' % (' '.join(argv), rc, (err or out).strip()[:400]), rc)
 
 
 def describe(node):
@@ -179,12 +200,15 @@ def main():
             wait=dict(type='bool', default=False),
             wait_timeout=dict(type='int', default=3600),
             poll_interval=dict(type='int', default=10),
+            update_reason=dict(type='bool', default=True),
+            missing=dict(type='str', choices=['fail', 'report'], default='fail'),
             scontrol=dict(type='path', default='scontrol'),
         ),
         required_if=[('state', 'drain', ['reason'])],
         supports_check_mode=True,
     )
     params = module.params
+    STATE.update(before={}, drained=[], resumed=[], left={})
     names = [name for name in params['name'] if name]
     if not names:
         module.fail_json(msg='name: no node given')
@@ -193,27 +217,30 @@ def main():
     if params['wait_timeout'] < 0 or params['poll_interval'] < 1:
         module.fail_json(msg='wait_timeout must be 0 or more and poll_interval 1 or more')
     before = read(module, names)
-    drained, resumed, left = [], [], {}
+    STATE['before'] = before
+    drained, resumed, left = STATE['drained'], STATE['resumed'], STATE['left']
 
     if params['state'] == 'drain':
         reason = drain_reason(params['mark'], params['reason'])
         for name in names:
             node = before[name]
-            if node['drain'] and not node['ours']:
+            if not node['found']:
+                continue
+            if node['theirs']:
                 left[name] = node['reason']
-            elif not node['drain'] or node['reason'] != reason:
-                drained.append(name)
+            elif not node['drain'] or (node['reason'] != reason and params['update_reason']):
                 if not module.check_mode:
                     update(module, name, ['state=drain', 'reason=%s' % reason])
+                drained.append(name)
     elif params['state'] == 'resume':
         for name in names:
             node = before[name]
-            if node['drain'] and not node['ours']:
+            if node['theirs']:
                 left[name] = node['reason']
-            elif node['drain']:
-                resumed.append(name)
+            elif node['drain'] and node['ours']:
                 if not module.check_mode:
                     update(module, name, ['state=resume'])
+                resumed.append(name)
 
     after = before
     waited = 0.0
@@ -222,16 +249,14 @@ def main():
     if params['state'] == 'drain' and params['wait'] and not module.check_mode:
         started = time.time()
         # a node drained by someone else is waited for too: its jobs must end before the change
-        watched = names
+        watched = [name for name in names if after[name]['found']]
         while any(after[name]['busy'] for name in watched):
             waited = time.time() - started
             if waited >= params['wait_timeout']:
                 busy = sorted(name for name in watched if after[name]['busy'])
-                module.fail_json(msg='jobs still run on %s after %d s (wait_timeout): the node%s stay%s drained'
-                                 % (', '.join('%s (%s)' % (name, after[name]['state']) for name in busy), waited,
-                                    '' if len(busy) == 1 else 's', 's' if len(busy) == 1 else ''),
-                                 nodes=after, before=before, drained=drained, resumed=resumed, left=left,
-                                 waited=round(waited, 1), changed=bool(drained))
+                module.fail_json(msg='jobs still run on %s after %d s (wait_timeout)'
+                                 % (', '.join('%s (%s)' % (name, after[name]['state']) for name in busy), waited),
+                                 nodes=after, waited=round(waited, 1), changed=bool(drained), **STATE)
             time.sleep(min(params['poll_interval'], max(1, params['wait_timeout'] - waited)))
             after = read(module, names)
         waited = time.time() - started

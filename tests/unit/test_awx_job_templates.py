@@ -115,11 +115,10 @@ _CAPTURE_CHECK = _expression('playbooks/capture.yml', "__gpuops_command_timeout 
 
 
 def _batches(value):
-    from ansible.errors import AnsibleFilterError
-    from ansible_collections.gpuops.node.plugins.filter.scheduler import rack_batches
+    from ansible_collections.gpuops.node.plugins.module_utils import scheduler
     try:
-        rack_batches([4], value)
-    except AnsibleFilterError:
+        scheduler.rack_batches([4], value)
+    except scheduler.SchedulerError:
         return False
     return True
 
@@ -140,7 +139,7 @@ RANGES = {
                                   _spec_choices('dcgm', 'dcgm_diag_level')),
     ('dcgm', 'dcgm_diag_timeout'): (1, None, 'roles/dcgm/tasks/preflight.yml', _DCGM_TIMEOUT),
     ('gpuops', 'gpuops_command_timeout'): (1, None, 'playbooks/capture.yml', _CAPTURE_CHECK),
-    ('gpuops', 'gpuops_max_unavailable_per_rack'): (0, None, 'plugins/filter/scheduler.py', _batches),
+    ('gpuops', 'gpuops_max_unavailable_per_rack'): (0, None, 'plugins/module_utils/scheduler.py', _batches),
 }
 
 

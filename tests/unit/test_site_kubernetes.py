@@ -141,3 +141,21 @@ def test_a_node_an_operator_cordoned_stays_cordoned(rack):
     assert record['status'] == 'provisioned'
     assert record['service']['action'] == 'left'
     assert node(rack) == (True, None)
+
+
+def test_a_run_that_needs_no_drain_touches_no_node(rack):
+    proc, record = site(rack, '-e', '{"gpuops_drain_exempt_roles": ["change_hook"]}')
+    assert proc.returncode == 0, proc.stdout
+    assert record['status'] == 'provisioned'
+    assert record['scheduler']['drained'] is False and record['service']['action'] == 'none'
+    assert record['service']['text'] == 'in service, not drained'
+    assert [r['method'] for r in rack['server'].requests() if r['path'].startswith('/api/v1/nodes')] == ['GET']
+
+
+def test_an_api_server_that_cannot_be_reached_holds_the_host_back_and_the_report_says_why(rack):
+    rack['server'].stop()
+    proc, record = site(rack)
+    assert proc.returncode == 0, proc.stdout
+    assert record['status'] == 'held_back'
+    assert record['error'].startswith('held back, nothing changed: the scheduler could not be read: ')
+    assert record['changes'] == {}

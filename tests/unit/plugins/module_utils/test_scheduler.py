@@ -10,7 +10,6 @@ import os
 
 import pytest
 
-from ansible_collections.gpuops.node.plugins.filter.scheduler import rack_batches
 from ansible_collections.gpuops.node.plugins.module_utils import report, scheduler
 
 NODE_JSON = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'k8s_api', 'answers', 'node.json')
@@ -18,9 +17,12 @@ NODE_JSON = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'k8s_api',
 IN_SERVICE = {'found': True, 'in_service': True, 'drain': False, 'ours': False, 'state': 'IDLE', 'reason': None}
 DRAINED_OURS = {'found': True, 'in_service': False, 'drain': True, 'ours': True, 'state': 'IDLE+DRAIN',
                 'reason': 'gpuops: failed: nvlink'}
-DRAINED_OTHER = {'found': True, 'in_service': False, 'drain': True, 'ours': False, 'state': 'IDLE+DRAIN',
-                 'reason': 'operator: fan swap'}
-DOWN = {'found': True, 'in_service': False, 'drain': False, 'ours': False, 'state': 'DOWN', 'reason': 'psu'}
+DRAINED_OTHER = {'found': True, 'in_service': False, 'drain': True, 'ours': False, 'theirs': True,
+                 'state': 'IDLE+DRAIN', 'reason': 'operator: fan swap'}
+DOWN = {'found': True, 'in_service': False, 'drain': False, 'ours': False, 'theirs': True, 'state': 'DOWN',
+        'reason': 'psu'}
+DOWN_UNEXPLAINED = {'found': True, 'in_service': False, 'drain': False, 'ours': False, 'theirs': False,
+                    'state': 'DOWN', 'reason': None}
 
 
 @pytest.mark.parametrize('sizes, limit, batches', [
@@ -31,7 +33,7 @@ DOWN = {'found': True, 'in_service': False, 'drain': False, 'ours': False, 'stat
     ([], 2, []),
 ])
 def test_rack_batches(sizes, limit, batches):
-    assert rack_batches(sizes, limit) == batches
+    assert scheduler.rack_batches(sizes, limit) == batches
 
 
 def item(host, wants=True, rack=('a1', 'a2', 'a3', 'a4')):
@@ -79,11 +81,11 @@ def test_a_bad_bound_is_refused_naming_the_variable():
         scheduler.drain_plan([], {}, -1)
 
 
-def record(status, before, drained=True, applied=True, error=None, check_mode=False):
+def record(status, before, drained=True, applied=True, error=None, check_mode=False, full_run=True):
     raw = {'host': 'a1', 'rack': 'rack_a', 'roles': ['mps'], 'phase': 'done', 'check_mode': check_mode,
            'pre_check': {'passed': status != 'held_back', 'failures': []},
            'scheduler': {'name': 'slurm', 'node': 'a1', 'before': before, 'drained': drained, 'applied': applied,
-                         'error': error}}
+                         'full_run': full_run, 'error': error}}
     if status == 'provisioned':
         raw['post_check'] = {'passed': True, 'failures': [], 'regressions': []}
     elif status == 'failed':
@@ -124,17 +126,37 @@ def test_an_earlier_runs_drain_is_ended_by_a_passing_run_and_kept_by_a_failing_o
 def test_someone_elses_drain_is_left():
     rec = record('provisioned', DRAINED_OTHER, drained=False)
     assert rec['service']['action'] == 'left'
-    assert rec['service']['text'] == 'drained by someone else before the run (operator: fan swap): left drained'
+    assert rec['service']['text'] == 'drained by someone else before the run (operator: fan swap): left as it was'
+    rec = record('provisioned', DOWN, drained=False)
+    assert rec['service']['action'] == 'left'
+    assert rec['service']['text'] == 'out of service by someone else before the run (psu): left as it was'
+
+
+def test_an_earlier_failure_is_cleared_only_by_a_run_of_every_role():
+    failed = dict(DRAINED_OURS, reason='gpuops: failed: gate dcgm: level 3 Fail on GPU2')
+    narrow = record('provisioned', failed, drained=False, full_run=False)
+    assert narrow['service']['action'] == 'keep'
+    assert narrow['service']['reason'] == 'failed: gate dcgm: level 3 Fail on GPU2'
+    assert 'run every role of gpuops_roles' in narrow['service']['text']
+    assert record('provisioned', failed, drained=False, full_run=True)['service']['action'] == 'resume'
+    # an interrupted rollout's drain is not a failure
+    interrupted = dict(DRAINED_OURS, reason='gpuops: rollout of mps')
+    assert record('provisioned', interrupted, drained=False, full_run=False)['service']['action'] == 'resume'
 
 
 def test_a_node_the_rollout_did_not_drain_is_not_touched():
     assert record('held_back', IN_SERVICE, drained=False, applied=False)['service']['action'] == 'none'
-    assert record('failed', DOWN, drained=False)['service']['text'] == 'out of service (DOWN), not drained by the rollout'
+    assert record('failed', DOWN_UNEXPLAINED, drained=False)['service']['text'] == (
+        'out of service (DOWN), not drained by the rollout')
 
 
 def test_check_mode_says_would():
-    assert record('provisioned', IN_SERVICE, check_mode=True)['service']['text'] == 'would return to service'
-    assert record('failed', IN_SERVICE, check_mode=True)['service']['text'].startswith('would stay drained: gpuops: ')
+    assert record('provisioned', IN_SERVICE, check_mode=True)['service']['text'] == (
+        'would drain, then return to service')
+    assert record('failed', IN_SERVICE, check_mode=True)['service']['text'].startswith(
+        'would drain, then stay drained: gpuops: ')
+    assert record('provisioned', IN_SERVICE, drained=False, check_mode=True)['service']['text'] == (
+        'in service, not drained')
 
 
 def test_the_report_has_a_scheduler_section_and_keeps_it_in_json():

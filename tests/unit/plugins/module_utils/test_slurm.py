@@ -84,6 +84,15 @@ def test_states_and_flags(state, base, flags):
     assert slurm.split_state(state) == (base, flags)
 
 
+def test_whose_drain_or_down_it_is():
+    down = slurm.node_status(slurm.parse_show_node(real_text(CAPTURE % 'down'))['nodes'][0], MARK)
+    drained = slurm.node_status(slurm.parse_show_node(real_text(CAPTURE % 'drained'))['nodes'][0], MARK)
+    idle = slurm.node_status(slurm.parse_show_node(real_text(CAPTURE % 'idle'))['nodes'][0], MARK)
+    assert (down['theirs'], down['ours']) == (True, False)
+    assert (drained['theirs'], drained['ours']) == (False, True)
+    assert (idle['theirs'], idle['ours']) == (False, False)
+
+
 def test_a_not_responding_node_is_out_of_service():
     status = slurm.node_status({'NodeName': 'n', 'State': 'IDLE+NOT_RESPONDING'}, MARK)
     assert status['down'] and not status['in_service'] and not status['drain']

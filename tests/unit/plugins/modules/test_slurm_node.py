@@ -48,17 +48,18 @@ class FakeSlurm(object):
     def __call__(self, _module, argv, **_kwargs):
         self.calls.append(list(argv[1:]))
         if argv[1:3] == ['show', 'node']:
-            out = ''
+            out, rc = '', 0
             for name in argv[3].split(','):
                 if name not in self.nodes:
-                    return 1, NOT_FOUND.replace('nosuch', name), ''
+                    out, rc = out + NOT_FOUND.replace('nosuch', name), 1
+                    continue
                 state, reason = self.nodes[name]
                 if state.startswith('ALLOCATED'):
                     if self.busy_reads <= 0:
                         self.nodes[name] = (state.replace('ALLOCATED', 'IDLE'), reason)
                     self.busy_reads -= 1
                 out += self.text(name)
-            return 0, out, ''
+            return rc, out, ''
         name = argv[2].split('=', 1)[1]
         state, reason = self.nodes[name]
         if argv[3] == 'state=drain':
@@ -128,7 +129,7 @@ def test_drain_that_times_out_fails_and_says_the_node_stays_drained(slurm):
     slurm({'n1': ('ALLOCATED', None)}, busy_reads=10 ** 6)
     result = run(slurm_node, {'name': ['n1'], 'state': 'drain', 'reason': 'r', 'wait': True, 'wait_timeout': 0},
                  expect_fail=True)
-    assert 'jobs still run on n1 (ALLOCATED+DRAIN) after 0 s (wait_timeout): the node stays drained' in result['msg']
+    assert 'jobs still run on n1 (ALLOCATED+DRAIN) after 0 s (wait_timeout)' in result['msg']
     assert result['drained'] == ['n1'] and result['changed'] is True
 
 
@@ -180,3 +181,47 @@ def test_drain_needs_a_reason(slurm):
     slurm({'n1': ('IDLE', None)})
     result = run(slurm_node, {'name': ['n1'], 'state': 'drain'}, expect_fail=True)
     assert 'reason' in result['msg']
+
+
+def test_an_operators_down_node_keeps_its_reason_and_is_never_resumed(slurm):
+    fake = slurm({'n1': ('DOWN', 'operator: bad PSU')})
+    drained = run(slurm_node, {'name': ['n1'], 'state': 'drain', 'reason': 'r'})
+    resumed = run(slurm_node, {'name': ['n1'], 'state': 'resume'})
+    assert updates(fake) == []
+    assert drained['left'] == {'n1': 'operator: bad PSU'} and resumed['left'] == {'n1': 'operator: bad PSU'}
+
+
+def test_an_earlier_failure_reason_is_kept_when_asked(slurm):
+    fake = slurm({'n1': ('IDLE+DRAIN', 'gpuops: failed: gate dcgm')})
+    result = run(slurm_node, {'name': ['n1'], 'state': 'drain', 'reason': 'rollout of mps', 'update_reason': False})
+    assert updates(fake) == [] and result['changed'] is False and result['nodes']['n1']['reason'] == 'gpuops: failed: gate dcgm'
+
+
+def test_a_failure_after_the_drain_still_says_what_was_drained(slurm, monkeypatch):
+    fake = slurm({'n1': ('ALLOCATED', None)}, busy_reads=10 ** 6)
+    reads = []
+
+    def controller_gone(module, argv, **kwargs):
+        if argv[1] == 'show':
+            reads.append(argv)
+            if len(reads) > 2:
+                return 1, '', 'slurm_load_node error: Unable to contact slurm controller (connect failure)\n'
+        return fake(module, argv, **kwargs)
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', controller_gone)
+    result = run(slurm_node, {'name': ['n1'], 'state': 'drain', 'reason': 'r', 'wait': True}, expect_fail=True)
+    assert 'Unable to contact slurm controller' in result['msg']
+    assert result['drained'] == ['n1'] and result['before']['n1']['in_service']
+
+
+def test_an_unreachable_controller_is_not_an_unknown_node(monkeypatch):
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', lambda *a, **k: (
+        1, '', 'slurm_load_node error: Unable to contact slurm controller (connect failure)\n'))
+    result = run(slurm_node, {'name': ['n1', 'n2']}, expect_fail=True)
+    assert result['msg'] == ('scontrol show node n1,n2 failed (exit 1): slurm_load_node error: Unable to contact '
+                             'slurm controller (connect failure)')
+
+
+def test_unknown_nodes_reported_when_asked(slurm):
+    slurm({'n1': ('IDLE', None)})
+    result = run(slurm_node, {'name': ['n1', 'n9'], 'missing': 'report'})
+    assert result['nodes']['n9']['found'] is False and result['nodes']['n1']['in_service']
