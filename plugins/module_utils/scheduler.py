@@ -12,7 +12,7 @@ drain, told by its mark).
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gpuops.node.plugins.module_utils.slurm import drain_reason, one_line
+from ansible_collections.gpuops.node.plugins.module_utils.slurm import drain_reason, one_line, unknown_node
 
 SCHEDULERS = ('none', 'slurm', 'kubernetes')
 # the start of every drain reason the rollout writes: what tells its drains from others'
@@ -35,9 +35,7 @@ def k8s_node_status(resource, annotation=K8S_ANNOTATION):
     busy is always False here.
     """
     if not resource:
-        return {'name': None, 'found': False, 'state': None, 'drain': False, 'busy': False, 'down': False,
-                'drained': False, 'draining': False, 'in_service': False, 'reason': None, 'ours': False,
-                'theirs': False}
+        return unknown_node(None)
     metadata = resource.get('metadata') or {}
     annotations = metadata.get('annotations') or {}
     cordoned = bool((resource.get('spec') or {}).get('unschedulable'))

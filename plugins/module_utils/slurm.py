@@ -17,6 +17,11 @@ import re
 
 # keys whose value is the rest of the line
 REST_OF_LINE = ('OS', 'Reason', 'Comment', 'Extra')
+# the base states scontrol prints (node_state_base_string, and the older compound names); any other is an output this
+# parser could not read (a truncated or garbled State=), refused rather than taken for a node in service
+BASE_STATES = ('IDLE', 'ALLOCATED', 'MIXED', 'COMPLETING', 'DOWN', 'FUTURE', 'UNKNOWN', 'ERROR', 'DRAINED',
+               'DRAINING', 'FAIL', 'FAILING', 'PLANNED', 'RESERVED', 'INVAL', 'MAINT', 'REBOOT', 'POWER_DOWN',
+               'POWERED_DOWN', 'POWERING_DOWN', 'POWERING_UP', 'BLOCKED', 'CLOUD', 'NO_RESPOND', 'PERFCTRS')
 # base states in which jobs still run on the node
 BUSY_STATES = ('ALLOCATED', 'MIXED', 'COMPLETING')
 # base states or flags that take a node out of service whatever its drain says
@@ -84,6 +89,8 @@ def split_state(state):
         flags.append({'*': 'NOT_RESPONDING', '~': 'POWERED_DOWN'}.get(state[-1], state[-1]))
         state = state[:-1]
     parts = state.upper().split('+')
+    if parts[0] not in BASE_STATES:
+        raise SlurmParseError('an unknown node state %r' % state)
     return parts[0], parts[1:] + flags
 
 
@@ -137,11 +144,15 @@ def statuses(text, names, mark):
         if name in found:
             result[name] = found[name]
         else:
-            result[name] = {'name': name, 'found': False, 'state': None, 'drain': False, 'busy': False,
-                            'down': False, 'drained': False, 'draining': False, 'in_service': False,
-                            'reason': None, 'reason_user': None, 'reason_time': None, 'ours': False,
-                            'theirs': False, 'base': None, 'flags': []}
+            result[name] = unknown_node(name)
     return result
+
+
+def unknown_node(name):
+    """The status of a node its scheduler does not know (the same keys as node_status)."""
+    return {'name': name, 'found': False, 'state': None, 'base': None, 'flags': [], 'drain': False, 'busy': False,
+            'down': False, 'drained': False, 'draining': False, 'in_service': False, 'reason': None,
+            'reason_user': None, 'reason_time': None, 'ours': False, 'theirs': False}
 
 
 def one_line(text, limit=240):

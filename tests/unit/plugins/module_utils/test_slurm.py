@@ -73,6 +73,21 @@ def test_text_that_is_not_show_node_is_refused(text):
         slurm.parse_show_node(text)
 
 
+@pytest.mark.parametrize('transform', [
+    lambda text: text[:text.index('State=') + len('State=ID')] + '\n',     # cut inside State=
+    lambda text: text[:text.index('   State=')],                           # cut before State=
+    lambda text: text.replace('State=IDLE', 'State=I?LE'),                 # garbled
+])
+def test_a_truncated_or_garbled_state_is_refused_not_taken_for_a_node_in_service(transform):
+    record = slurm.parse_show_node(transform(real_text(CAPTURE % 'idle')))['nodes'][0]
+    with pytest.raises(slurm.SlurmParseError):
+        slurm.node_status(record, MARK)
+
+
+def test_empty_output_finds_no_node():
+    assert slurm.statuses('', ['n1'], MARK)['n1'] == slurm.unknown_node('n1')
+
+
 @pytest.mark.parametrize('state, base, flags', [
     ('IDLE', 'IDLE', []),
     ('MIXED+DRAIN', 'MIXED', ['DRAIN']),

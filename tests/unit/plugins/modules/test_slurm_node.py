@@ -225,3 +225,13 @@ def test_unknown_nodes_reported_when_asked(slurm):
     slurm({'n1': ('IDLE', None)})
     result = run(slurm_node, {'name': ['n1', 'n9'], 'missing': 'report'})
     assert result['nodes']['n9']['found'] is False and result['nodes']['n1']['in_service']
+
+
+def test_an_output_it_cannot_read_fails_instead_of_passing_the_node(monkeypatch):
+    cut = real_text(CAPTURE % 'draining')
+    cut = cut[:cut.index('State=') + len('State=ALLOC')] + '\n'
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', lambda *a, **k: (0, cut, ''))
+    result = run(slurm_node, {'name': ['slurmx-n1'], 'state': 'drain', 'reason': 'r', 'wait': True},
+                 expect_fail=True)
+    assert "its output is not a node list (an unknown node state 'ALLOC')" in result['msg']
+    assert result['drained'] == []
