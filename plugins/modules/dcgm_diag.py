@@ -170,8 +170,12 @@ command:
   elements: str
   sample: [dcgmi, diag, -r, "1", -j]
 rc:
-  description: dcgmi's exit status, or null when it did not run.
-  returned: always
+  description:
+    - dcgmi's exit status.
+    - Absent when dcgmi did not run (O(output_file), check mode). The module decides C(failed) itself (the verdict
+      and O(fail_on_failure)), so a result read from a file or returned with O(fail_on_failure=false) is not failed
+      by Ansible's reading of C(rc).
+  returned: when dcgmi ran
   type: int
 output:
   description: The last lines dcgmi printed, when they could not be read.
@@ -240,7 +244,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    result = dict(changed=False, ran=False, level=p['level'], command=None, rc=None)
+    result = dict(changed=False, ran=False, level=p['level'], command=None)
     if p['level'] is None and not p['output_file']:
         module.fail_json(msg='level (1..4) is required unless output_file is given', **result)
     if p['timeout'] < 1:
@@ -265,7 +269,7 @@ def main():
         argv = diag_argv(p, p['json'])
         result['command'] = argv
         if module.check_mode:
-            module.exit_json(verdict=None, passed=None, msg='check mode: dcgmi diag not run', **result)
+            module.exit_json(failed=False, verdict=None, passed=None, msg='check mode: dcgmi diag not run', **result)
         rc, out, err = run_dcgmi(module, argv)
         if p['json'] and rejected_json(rc, out, err):
             module.warn('%s does not accept -j; reading its text table instead' % p['dcgmi'])
@@ -303,7 +307,8 @@ def main():
         module.fail_json(**result)
     if parsed['verdict'] == 'Warn':
         module.warn(result['msg'])
-    module.exit_json(**result)
+    # failed is the module's to decide: without it Ansible fails any result whose rc is not 0
+    module.exit_json(failed=False, **result)
 
 
 if __name__ == '__main__':

@@ -140,11 +140,6 @@ healthz:
   returned: always
   type: dict
   sample: {address: 127.0.0.1, port: 10248}
-warnings:
-  description: What the role reports without failing (NUMA findings without C(kubelet_topology_strict_numa)).
-  returned: always
-  type: list
-  elements: str
 errors:
   description: Every reason the role refuses, each starting with the variable to change (the module fails when there is one).
   returned: always
@@ -174,10 +169,11 @@ def main():
     drop_ins = [(d.get('name'), d.get('config')) for d in p['drop_ins']]
     result = plan(p['variables'], p['config'], drop_ins, p['state'], p['facts'], cmdline=p['cmdline'],
                   hostname=p['hostname'])
+    # warnings are Ansible's own return key, reported through module.warn
+    for warning in result.pop('warnings'):
+        module.warn(warning)
     if result['errors']:
         module.fail_json(msg='; '.join(result['errors']), **result)
-    for warning in result['warnings']:
-        module.warn(warning)
     module.exit_json(changed=False, **result)
 
 

@@ -123,11 +123,6 @@ test_command:
   returned: success
   type: raw
   sample: /opt/nccl-tests/build/all_reduce_perf -b 8 -e 8G -f 2 -g 8
-warnings:
-  description: What the role does not refuse but an operator should read (unknown NCCL variable names, no RDMA device).
-  returned: always
-  type: list
-  elements: str
 errors:
   description: Every reason the role refuses, each starting with the variable to change (the module fails when there is one).
   returned: always
@@ -202,7 +197,8 @@ def main():
         supports_check_mode=True,
     )
     result = plan(module.params, lambda packages, url: read_packages(module, packages, url))
-    for warning in result['warnings']:
+    # warnings are Ansible's own return key, reported through module.warn
+    for warning in result.pop('warnings'):
         module.warn(warning)
     if result['errors']:
         module.fail_json(msg='; '.join(result['errors']), **result)

@@ -108,8 +108,12 @@ msg:
   returned: always
   type: str
 rc:
-  description: Exit status of the command (null when O(output_file) was read or nothing ran).
-  returned: always
+  description:
+    - Exit status of the command.
+    - Absent when O(output_file) was read or nothing ran. The module decides C(failed) itself (the result and
+      O(fail_on_failure)), so a result read from a file or returned with O(fail_on_failure=false) is not failed by
+      Ansible's reading of C(rc).
+  returned: when the command ran
   type: int
 command:
   description: The argv run (empty when nothing ran).
@@ -231,7 +235,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    base = dict(changed=False, rc=None, command=[])
+    base = dict(changed=False, command=[])
     if p['min_busbw_gbps'] is not None and p['min_busbw_gbps'] < 0:
         module.fail_json(msg='min_busbw_gbps must be >= 0, got %s' % p['min_busbw_gbps'], **base)
     if p['timeout'] < 1:
@@ -254,7 +258,7 @@ def main():
             result.update(test=os.path.basename(argv[0]), busbw_gbps=None, passed=None, failures=[],
                           msg='check mode: %s not run' % os.path.basename(argv[0]))
             result.update(base)
-            module.exit_json(**result)
+            module.exit_json(failed=False, **result)
         rc, text, timed_out = run(module, argv)
         base['rc'] = rc
         if timed_out:
@@ -270,7 +274,8 @@ def main():
     result.update(base)
     if not result['passed'] and p['fail_on_failure']:
         module.fail_json(**result)
-    module.exit_json(**result)
+    # failed is the module's to decide: without it Ansible fails any result whose rc is not 0
+    module.exit_json(failed=False, **result)
 
 
 if __name__ == '__main__':

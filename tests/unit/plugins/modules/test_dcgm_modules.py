@@ -92,8 +92,8 @@ def test_diag_fail_fails_the_task(tmp_path):
 def test_diag_fail_reported_without_failing(tmp_path):
     dcgmi = fake_diag(tmp_path, real_text(FAIL), rc=226)
     result = run(dcgm_diag, {'level': 3, 'dcgmi': dcgmi, 'fail_on_failure': False})
-    assert (result['verdict'], result['passed']) == ('Fail', False)
-    assert 'failed' not in result
+    # dcgmi exited 226: the module, not Ansible's reading of rc, decides that the task did not fail
+    assert (result['verdict'], result['passed'], result['rc'], result['failed']) == ('Fail', False, 226, False)
 
 
 def test_diag_json_refused_reads_the_table(tmp_path):
@@ -131,6 +131,19 @@ def test_diag_check_mode_runs_nothing(tmp_path):
 def test_diag_output_file_is_read_in_check_mode():
     result = run(dcgm_diag, {'output_file': real_path(PASS)}, check_mode=True)
     assert (result['ran'], result['verdict'], result['command']) == (True, 'Pass', None)
+    assert 'rc' not in result and result['failed'] is False
+
+
+def test_diag_output_file_passing_is_ok():
+    # dcgmi did not run: no rc, which Ansible would read as a failure when it is null
+    result = run(dcgm_diag, {'output_file': real_path(PASS)})
+    assert (result['verdict'], result['passed'], result['failed'], result['changed']) == ('Pass', True, False, False)
+    assert 'rc' not in result
+
+
+def test_diag_output_file_failing_fails():
+    result = run(dcgm_diag, {'output_file': real_path(FAIL)}, expect_fail=True)
+    assert (result['verdict'], result['passed']) == ('Fail', False) and 'rc' not in result
 
 
 def test_diag_needs_a_level():

@@ -14,6 +14,7 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.gpuops.node.plugins.module_utils import gpu_topology_module
 from ansible_collections.gpuops.node.plugins.modules import gpu_topology_check, gpu_topology_facts
 from real_captures import PROFILES, extract_ttar, profile_text, real_text
+from module_harness import deprecations_of, executor_result
 
 DRIVER_MISSING = 'nvsmi-errors/couldnt-communicate-with-driver-a100-module-not-loaded.txt'
 
@@ -45,7 +46,10 @@ def run_module(mod, monkeypatch, capsys, args, outputs, binaries=('nvidia-smi',)
     with patch_module_args(args):
         with pytest.raises(SystemExit):
             mod.main()
-    return json.loads(capsys.readouterr().out), recorded
+    raw = json.loads(capsys.readouterr().out)
+    assert deprecations_of(raw) == []
+    # the result as Ansible's task executor reads it (failed from rc when the module does not say)
+    return executor_result(raw), recorded
 
 
 def a100(name):
@@ -91,7 +95,7 @@ def test_facts_runs_the_three_commands(monkeypatch, capsys, tmp_path):
 def test_facts_driver_not_loaded_does_not_fail(monkeypatch, capsys, tmp_path):
     outputs = dict((k, (9, DRIVER_MISSING)) for k in A100_OUTPUTS)
     result, recorded = run_module(gpu_topology_facts, monkeypatch, capsys, {'sysfs_root': a100_sys(tmp_path)}, outputs)
-    assert 'failed' not in result
+    assert result['failed'] is False
     topo = result['ansible_facts']['gpu_topology']
     assert topo['driver_loaded'] is False
     assert topo['driver_error']['kind'] == 'driver_not_loaded'
@@ -113,7 +117,7 @@ def test_check_reports_failures_without_failing_when_asked(monkeypatch, capsys, 
             'expected': {'gpu_count': 4, 'mig_mode': 'Enabled', 'nvlink_relation': 'NV12'}}
     result, _rec = run_module(gpu_topology_check, monkeypatch, capsys, args, A100_OUTPUTS)
     assert result['passed'] is False
-    assert 'failed' not in result
+    assert result['failed'] is False
     assert sorted(set(f['check'] for f in result['failures'])) == ['gpu_count', 'mig_mode']
     assert result['gpu_topology']['gpu_count'] == 8
 
@@ -242,7 +246,7 @@ def test_non_utf8_live_output_keeps_the_facts(monkeypatch, capsys, tmp_path):
                           .replace(b'Legend:', b'Legend:\xff\xfe', 1))
     result, _rec = run_module(gpu_topology_facts, monkeypatch, capsys, {'sysfs_root': a100_sys(tmp_path)}, outputs)
     topo = result['ansible_facts']['gpu_topology']
-    assert 'failed' not in result and topo['gpu_count'] == 8 and topo['matrix']['GPU0']['GPU7'] == 'NV12'
+    assert result['failed'] is False and topo['gpu_count'] == 8 and topo['matrix']['GPU0']['GPU7'] == 'NV12'
     assert any(w.startswith('nvidia-smi topo -m: not valid UTF-8') for w in topo['warnings'])
 
 
@@ -367,7 +371,7 @@ def test_check_runs_dcb_on_the_roce_netdev(monkeypatch, capsys, tmp_path):
 def test_facts_without_dcb_on_the_node(monkeypatch, capsys, tmp_path):
     result, recorded = run_module(gpu_topology_facts, monkeypatch, capsys, {'sysfs_root': roce_sys(tmp_path)},
                                   ROCE_OUTPUTS)
-    assert 'failed' not in result and len(recorded.calls) == 3
+    assert result['failed'] is False and len(recorded.calls) == 3
     roce_facts = result['ansible_facts']['gpu_topology']['nics'][0]['roce']
     assert roce_facts['pfc'] is None
     assert roce_facts['unreadable']['pfc'] == 'dcb (iproute2) was not found on the node'

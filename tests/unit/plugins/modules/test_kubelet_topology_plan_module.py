@@ -9,7 +9,7 @@ import os
 import pytest
 import yaml
 
-from module_harness import patch_module, run  # noqa: F401 pylint: disable=unused-import
+from module_harness import patch_module, run, warnings_of  # noqa: F401 pylint: disable=unused-import
 
 from ansible_collections.gpuops.node.plugins.modules import kubelet_topology_plan
 from real_captures import real_text
@@ -44,8 +44,9 @@ def test_numa_findings_are_warnings(numa):
     variables = dict(DEFAULTS, kubelet_topology_reserved_system_cpus='0')
     result = run(kubelet_topology_plan, {'variables': variables, 'config': CONFIG, 'facts': facts,
                                          'cmdline': '/usr/bin/kubelet\x00--config=/var/lib/kubelet/config.yaml\x00'})
-    assert result['warnings'] and len(result['warnings']) == 1
-    assert ('on NUMA node 1' if numa else 'has no NUMA node in the facts') in result['warnings'][0]
+    warned = warnings_of(result)
+    assert len(warned) == 1
+    assert ('on NUMA node 1' if numa else 'has no NUMA node in the facts') in warned[0]
 
 
 def test_drop_ins_come_as_name_and_config():

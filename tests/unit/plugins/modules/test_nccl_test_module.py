@@ -50,7 +50,7 @@ def test_output_file_passes_above_threshold():
     assert result['busbw_gbps'] == 470.73 and result['avg_busbw_gbps'] == 448.212
     assert len(result['devices']) == 8 and len(result['rows']) == 4
     assert result['msg'] == 'nccl-tests: 470.73 GB/s at 2147483648 bytes >= 400: passed'
-    assert result['changed'] is False and result['rc'] is None
+    assert result['changed'] is False and result['failed'] is False and 'rc' not in result
 
 
 def test_below_threshold_fails_with_report_failure():
@@ -111,7 +111,8 @@ def test_check_mode_runs_nothing_but_reads_a_file(tmp_path):
     perf, log = fake_perf(tmp_path, H100)
     result = run({'command': perf + ' -g 8', 'min_busbw_gbps': 400}, check_mode=True)
     assert calls(log) == []
-    assert result['passed'] is None and result['rc'] is None and result['msg'] == 'check mode: all_reduce_perf not run'
+    assert result['passed'] is None and 'rc' not in result and result['failed'] is False
+    assert result['msg'] == 'check mode: all_reduce_perf not run'
     assert run({'output_file': H100, 'min_busbw_gbps': 400}, check_mode=True)['passed'] is True
 
 
