@@ -6,18 +6,22 @@
 #   make units           pytest tests/unit (collection importable as ansible_collections.gpuops.node)
 #   make browser         pytest tests/browser: rack report pages rendered by headless chromium, checked through
 #                        the DOM it builds; full-page screenshots in .build/screenshots/ (needs chromium)
-#   make bench           the benchmarks of bench/ (validate.yml on 50, 200 and 1,000 simulated hosts against
+#   make bench           the benchmarks of bench/ (validate.yml on 50 and 200 simulated hosts against
 #                        ansible -m ping, the parsers, the report): each prints its ratios, none asserts a time
+#   make bench-fleet     validate.yml against ansible -m ping on 50, 200 and 1,000 simulated hosts (~10 minutes)
+#   make check           the inner loop: lint, build, sanity, units, browser (no containers)
 #   make molecule        every molecule scenario, one after another (molecule test -s NAME)
 #   make molecule-NAME   one scenario
-#   make test            lint sanity units browser bench molecule, stopping at the first failure
+#   make molecule-affected  the scenarios a change can break (tests/affected/scenarios.yml), for the files that
+#                        differ from AFFECTED_BASE (default HEAD: the work tree's changes)
+#   make test            lint build sanity units browser bench molecule demo-check, stopping at the first failure
 #   make images          build the podman base images the scenarios use (localhost/gpuops-base:SUITE)
 #   make clean           remove build and test output (keeps .venv and the images)
 #   make demo            a virtual rack of simulated GPU nodes (podman containers) rolled out with site.yml;
 #                        prints the rack report (simulator/demo.py, layout simulator/demo-layout.yml)
 #   make demo-clean      remove the demo containers and .build/demo (keeps the base image)
 #
-# Variables: PYTEST_ARGS (extra pytest arguments), SANITY_EXTRA_ARGS,
+# Variables: PYTEST_ARGS (extra pytest arguments), AFFECTED_BASE, SANITY_EXTRA_ARGS,
 # SANITY_TARGET_PYTHONS, IMAGE_SUITES (default: the suites the scenarios use).
 # Demo: DEMO_LAYOUT (layout file), DEMO_RACKS ("rack_a=h100*2 rack_b=a100,pcie"), DEMO_FAULT
 # (none, or NAME[:KEY=VALUE,...][@NODE]), DEMO_SUITE (base image suite), DEMO_ANSIBLE_ARGS.
@@ -63,8 +67,8 @@ MOLECULE_LOCK ?= /tmp/gpuops-node-molecule.lock
 # Base image suites used by the scenarios (localhost/gpuops-base:SUITE).
 IMAGE_SUITES ?= $(or $(sort $(shell sed -n 's/.*localhost\/gpuops-base:\([a-z]*\).*/\1/p' molecule/*/molecule.yml 2>/dev/null)),bookworm)
 
-.PHONY: help venv collection-link lint yamllint ansible-lint changelog-lint sanity units browser bench \
-        images molecule $(MOLECULE_TARGETS) test clean
+.PHONY: help venv collection-link lint yamllint ansible-lint changelog-lint sanity units browser bench bench-fleet \
+        check images molecule molecule-affected $(MOLECULE_TARGETS) test clean
 
 help:
 	@sed -n '1,/^$$/p' $(firstword $(MAKEFILE_LIST)) | sed 's/^# \{0,1\}//'
@@ -135,13 +139,16 @@ browser: collection-link
 
 # ---------------------------------------------------------------- bench
 # Each benchmark prints its measurements and ratios and never asserts a time; one fails only when what it runs
-# does not work. bench_validate: validate.yml against ansible -m ping on 50, 200 and 1,000 simulated hosts, with
-# ./ansible.cfg. The second run of site.yml is benchmarked in the verify of the role scenarios
-# (bench/second_run.yml).
+# does not work. bench_validate: validate.yml against ansible -m ping on 50 and 200 simulated hosts, with
+# ./ansible.cfg (bench-fleet adds 1,000 hosts: about 8 minutes more on 2 cores). The second run of site.yml is
+# benchmarked in the verify of the role scenarios (bench/second_run.yml).
 bench: collection-link
 	@for b in bench_device_errors bench_report_html; do $(TIMED) $$b $(BIN)/python bench/$$b.py; done
 	@$(TIMED) bench_gather $(BIN)/python bench/bench_gather.py --repeat 2
-	@$(TIMED) bench_validate $(BIN)/python bench/bench_validate.py
+	@$(TIMED) bench_validate $(BIN)/python bench/bench_validate.py --sizes 50,200
+
+bench-fleet: collection-link
+	@$(TIMED) bench_fleet $(BIN)/python bench/bench_validate.py --sizes 50,200,1000
 
 # ---------------------------------------------------------------- molecule
 images:
@@ -150,10 +157,22 @@ images:
 molecule: $(MOLECULE_TARGETS)
 	@if [ -z "$(MOLECULE_SCENARIOS)" ]; then echo "molecule: no scenarios under molecule/" >&2; exit 1; fi
 
+# The scenarios of tests/affected/scenarios.yml for the files that differ from AFFECTED_BASE; fails when a changed
+# file is in no row of the table or nothing differs.
+AFFECTED_BASE ?= HEAD
+molecule-affected: collection-link images
+	@scenarios="$$($(BIN)/python tests/affected/affected.py --base '$(AFFECTED_BASE)')"; \
+	for s in $$scenarios; do $(MAKE) --no-print-directory molecule-$$s; done; \
+	echo "== molecule-affected: passed: $${scenarios:-no scenario uses the changed files}" | tr '\n' ' '; echo
+
 $(MOLECULE_TARGETS): molecule-%: collection-link images
 	@$(TIMED) molecule-$* flock $(MOLECULE_LOCK) molecule test -s $*
 
 # ---------------------------------------------------------------- all
+# The inner loop: everything that needs no container. Prerequisites run in order; make stops at the first failure.
+check: lint build sanity units browser
+	@echo "== make check: lint, build, sanity, units and browser passed"
+
 # Prerequisites run in order; make stops at the first one that fails.
 test: host lint build sanity units browser bench molecule demo-check
 	@echo "== make test: lint, build, sanity, units, browser, bench, molecule ($(MOLECULE_SCENARIOS)) and the demo passed"
