@@ -3,15 +3,15 @@
 # .build/sanity/ansible_collections/gpuops/node (ansible-test requires the
 # collection to live under an ansible_collections/NAMESPACE/NAME path).
 #
-#  1. full sanity with the controller python (the venv's, 3.11);
-#  2. `compile` and `import` for every other target python 3.8 ... 3.13 that
-#     is installed (pyenv versions or pythonX.Y on PATH).
+#  every test with the controller python (the venv's, 3.11), and `compile` and
+#  `import` also with every other target python 3.8 ... 3.13 that is installed
+#  (pyenv versions or pythonX.Y on PATH), in one ansible-test run.
 #
 # Environment:
 #   SANITY_PYTHON           controller python version for the full run (default: the venv's)
 #   SANITY_TARGET_PYTHONS   versions for compile/import (default "3.8 3.9 3.10 3.12 3.13")
 #   SANITY_EXTRA_ARGS       extra ansible-test arguments (e.g. "--test pylint")
-#   SANITY_SKIP_TARGETS=1   skip step 2
+#   SANITY_SKIP_TARGETS=1   the controller python only
 #   SANITY_DATA_EXCLUDES    data directories left out of the copy
 #                           (default "tests/fixtures simulator/profiles")
 set -euo pipefail
@@ -86,29 +86,22 @@ export PATH="$bindir:$PATH"
 cd "$dest"
 rc=0
 start=$SECONDS
-log "full sanity, python $controller_version ($py)"
 read -r -a extra_args <<< "${SANITY_EXTRA_ARGS:-}"
-step=0
-"$ansible_test" sanity --color no --python "$controller_version" --python-interpreter "$py" "${extra_args[@]}" || step=$?
-log "full sanity finished in $((SECONDS - start))s (rc=$step)"
-[[ $step -eq 0 ]] || rc=$step
-
-if [[ "${SANITY_SKIP_TARGETS:-0}" != 1 ]]; then
-  for v in $targets; do
-    [[ "$v" == "$controller_version" ]] && continue
-    if ! interp="$(find_python "$v")"; then
-      log "python $v not installed: skipping compile/import for it"
-      continue
-    fi
-    start=$SECONDS
-    log "compile + import, python $v ($interp)"
-    step=0
-    "$ansible_test" sanity --color no --test compile --test import \
-      --python "$v" --python-interpreter "$interp" || step=$?
-    log "python $v finished in $((SECONDS - start))s (rc=$step)"
-    [[ $step -eq 0 ]] || rc=$step
-  done
+if [[ "${SANITY_SKIP_TARGETS:-0}" == 1 || -n "${SANITY_PYTHON:-}" ]]; then
+  log "full sanity, python $controller_version ($py)"
+  "$ansible_test" sanity --color no --python "$controller_version" --python-interpreter "$py" "${extra_args[@]}" || rc=$?
+else
+  # One run: every test with the controller python, and the tests that run per target python (compile, import)
+  # with each target python found on PATH (.build/sanity-bin) as well; a version that is not there is skipped.
+  found=("$controller_version")
+  for v in $targets; do [[ -x "$bindir/python$v" ]] && found+=("$v"); done
+  log "full sanity, python $controller_version ($py); compile and import also with python ${found[*]:1}"
+  missing=""
+  for v in $targets; do [[ -x "$bindir/python$v" || "$v" == "$controller_version" ]] || missing="$missing $v"; done
+  [[ -z "$missing" ]] || log "python$missing not installed: compile and import skipped for it"
+  "$ansible_test" sanity --color no "${extra_args[@]}" || rc=$?
 fi
+log "sanity finished in $((SECONDS - start))s (rc=$rc)"
 
 if [[ $rc -ne 0 ]]; then
   log "FAILED (see above; results under $dest/tests/output)"
