@@ -14,7 +14,8 @@
 #   make molecule-NAME   one scenario
 #   make molecule-affected  the scenarios a change can break (tests/affected/scenarios.yml), for the files that
 #                        differ from AFFECTED_BASE (default HEAD: the work tree's changes)
-#   make test            lint build sanity units browser bench molecule demo-check, stopping at the first failure
+#   make test            what CI runs: the set-up, then lint build sanity units browser bench, every scenario and
+#                        the demo, in two lanes at once (tests/ci_plan.yml, tests/scripts/lanes.py)
 #   make images          build the podman base images the scenarios use (localhost/gpuops-base:SUITE)
 #   make clean           remove build and test output (keeps .venv and the images)
 #   make demo            a virtual rack of simulated GPU nodes (podman containers) rolled out with site.yml;
@@ -61,9 +62,9 @@ export ANSIBLE_CONNECTION_PLUGINS := $(CURDIR)/simulator/connection_plugins
 export MOLECULE_GLOB := molecule/*/molecule.yml
 MOLECULE_SCENARIOS := $(sort $(patsubst molecule/%/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
 MOLECULE_TARGETS := $(addprefix molecule-,$(MOLECULE_SCENARIOS))
-# Only one molecule run at a time on this host (scenarios share podman and
-# fixed container names), even across checkouts.
-MOLECULE_LOCK ?= /tmp/gpuops-node-molecule.lock
+# A scenario runs once at a time on this host, even across checkouts (its containers have fixed names), and the
+# scenarios that mount one apt cache volume (gpuops-apt-SUITE) run one at a time: a lock per scenario and per volume.
+MOLECULE_LOCK_DIR ?= /tmp
 # Base image suites used by the scenarios (localhost/gpuops-base:SUITE).
 IMAGE_SUITES ?= $(or $(sort $(shell sed -n 's/.*localhost\/gpuops-base:\([a-z]*\).*/\1/p' molecule/*/molecule.yml 2>/dev/null)),bookworm)
 
@@ -166,15 +167,22 @@ molecule-affected: collection-link images
 	echo "== molecule-affected: passed: $${scenarios:-no scenario uses the changed files}" | tr '\n' ' '; echo
 
 $(MOLECULE_TARGETS): molecule-%: collection-link images
-	@$(TIMED) molecule-$* flock $(MOLECULE_LOCK) molecule test -s $*
+	@locks="flock $(MOLECULE_LOCK_DIR)/gpuops-node-molecule-$*.lock"; \
+	for volume in $$(grep -o 'gpuops-apt-[a-z]*' molecule/$*/molecule.yml | sort -u || true); do \
+	  locks="$$locks flock $(MOLECULE_LOCK_DIR)/gpuops-node-$$volume.lock"; done; \
+	$(TIMED) molecule-$* $$locks molecule test -s $*
 
 # ---------------------------------------------------------------- all
 # The inner loop: everything that needs no container. Prerequisites run in order; make stops at the first failure.
 check: lint build sanity units browser
 	@echo "== make check: lint, build, sanity, units and browser passed"
 
-# Prerequisites run in order; make stops at the first one that fails.
-test: host lint build sanity units browser bench molecule demo-check
+# The set-up first (host packages, venv, images); then the stages of tests/ci_plan.yml: two lanes at once (about
+# a core each: Ansible runs one task at a time), then the demo. The plan holds every stage of check and bench,
+# every scenario and the demo (tests/unit/test_ci_plan.py). The stages one after another: make check bench molecule
+# demo-check.
+test: host collection-link images
+	@$(BIN)/python tests/scripts/lanes.py
 	@echo "== make test: lint, build, sanity, units, browser, bench, molecule ($(MOLECULE_SCENARIOS)) and the demo passed"
 
 clean:
