@@ -6,8 +6,9 @@
     python3 tests/scripts/lanes.py [--plan tests/ci_plan.yml] [--make make] [--list | --markdown]
 
 Each stage is `make --no-print-directory STAGE`; its output lines are printed as they come, prefixed with the lane's
-name. A stage that prints a `[DEPRECATION WARNING]` line fails. A lane stops at its first failed stage; the other lanes finish the stage they are in and stop. At the end a
-table of every stage: its lane, status and seconds, against the plan's measured_s, and each lane's total.
+name. A stage that prints a `[DEPRECATION WARNING]` line fails. A lane stops at its first failed stage; the other
+lanes finish the stage they are in and stop. At the end a table of every stage: its lane, status and seconds, against
+the plan's measured_s, and each lane's total.
 Exits 0 only when every stage of every lane, and then every `after` stage, passed; 1 otherwise (2 for a bad plan).
 --markdown prints the plan as the table of docs/testing.md (tests/unit/test_ci_plan.py keeps the two the same).
 """
@@ -84,8 +85,8 @@ def table(results, plan):
     totals = {}
     for lane, name, rc, seconds, measured in results:
         status = 'not run' if rc is None else 'passed' if rc == 0 else 'FAILED'
-        lines.append('== lanes: %-10s %-32s %-8s %8.0f %10s' % (lane, name, status, seconds,
-                                                                 '-' if measured is None else measured))
+        shown = '-' if measured is None else measured
+        lines.append('== lanes: %-10s %-32s %-8s %8.0f %10s' % (lane, name, status, seconds, shown))
         totals[lane] = totals.get(lane, 0.0) + seconds
     for lane in sorted(totals):
         lines.append('== lanes: lane %s: %.0fs (budget %ss)' % (lane, totals[lane], plan.get('budget_s')))
@@ -136,8 +137,8 @@ def main(argv=None):
     for line in table(runner.results, plan):
         print(line)
     failed = [name for _lane, name, rc, _s, _m in runner.results if rc != 0]
-    print('== lanes: %s in %.0fs' % ('FAILED: %s' % ' '.join(failed) if failed else 'every stage passed',
-                                      time.time() - start))
+    verdict = 'FAILED: %s' % ' '.join(failed) if failed else 'every stage passed'
+    print('== lanes: %s in %.0fs' % (verdict, time.time() - start))
     return 1 if failed else 0
 
 

@@ -55,9 +55,8 @@ def test_an_unknown_key_or_a_built_image_is_refused_before_anything_runs(monkeyp
     ran = []
     monkeypatch.setattr(containers, 'run', lambda argv, done, check=True: ran.append(argv))
     with pytest.raises(containers.Failed, match='keys tmpfs are not applied'):
-        containers.create([{'name': 'a', 'image': 'x', 'pre_build_image': True}, {'name': 'b', 'image': 'x',
-                                                                                   'pre_build_image': True,
-                                                                                   'tmpfs': ['/run']}])
+        containers.create([{'name': 'a', 'image': 'x', 'pre_build_image': True},
+                           {'name': 'b', 'image': 'x', 'pre_build_image': True, 'tmpfs': ['/run']}])
     with pytest.raises(containers.Failed, match='only pre-built images'):
         containers.create([{'name': 'a', 'image': 'x'}])
     assert ran == []
