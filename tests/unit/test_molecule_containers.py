@@ -60,3 +60,17 @@ def test_an_unknown_key_or_a_built_image_is_refused_before_anything_runs(monkeyp
     with pytest.raises(containers.Failed, match='only pre-built images'):
         containers.create([{'name': 'a', 'image': 'x'}])
     assert ran == []
+
+
+def test_prune_keeps_only_molecules_files(tmp_path):
+    for name in ('ansible.cfg', 'state.yml', 'stale.txt'):
+        (tmp_path / name).write_text('x')
+    for name in ('inventory', 'reports', 'profile'):
+        (tmp_path / name).mkdir()
+    (tmp_path / 'inventory' / 'ansible_inventory.yml').write_text('x')
+    (tmp_path / 'reports' / 'rack-report.json').write_text('{}')
+    removed = containers.prune(str(tmp_path))
+    assert sorted(os.path.basename(r[-1]) for r in removed) == ['profile', 'reports', 'stale.txt']
+    assert sorted(os.listdir(str(tmp_path))) == ['ansible.cfg', 'inventory', 'state.yml']
+    assert os.path.exists(str(tmp_path / 'inventory' / 'ansible_inventory.yml'))
+    assert containers.prune(str(tmp_path)) == []

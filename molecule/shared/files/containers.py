@@ -6,18 +6,24 @@ keys the scenarios use, with one podman command per container and no asynchronou
 every 5 seconds).
 
     python3 containers.py create|destroy < platforms.json      (molecule_yml.platforms, as JSON)
+    python3 containers.py prune EPHEMERAL_DIRECTORY
 
 create: the scenario's network when a platform names one and it does not exist; then, per platform, a container
 started as the driver starts it (`podman run -d --name NAME --hostname NAME --label owner=molecule` with
 `--privileged`, `--systemd`, `--ulimit`, `--volume`, `--network`, `extra_opts`, the image and its command). A
 platform key it does not know is refused before anything is created. destroy: every platform's container that exists removed at
 once (no stop timeout: the containers are thrown away), then the scenario's networks.
+prune: what Molecule's own pruning does at the end of a test, done before a create: everything in the scenario's
+ephemeral directory but Molecule's files (ansible.cfg, inventory, state.yml, the driver's Dockerfile) removed, so
+that the reports and runs an interrupted test left there are never read as this test's.
 Prints one JSON object: {"changed": bool, "commands": [...]}; exits 1 with the failing command's output.
 """
 
 from __future__ import print_function
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 
@@ -25,6 +31,7 @@ PODMAN = 'podman'
 KNOWN = {'name', 'groups', 'image', 'pre_build_image', 'privileged', 'systemd', 'command', 'ulimits', 'volumes',
          'extra_opts', 'network', 'children'}
 BUILT_IN_NETWORKS = {'bridge', 'none', 'host', 'ns', 'private', 'slirp4netns'}
+MOLECULE_FILES = {'ansible.cfg', 'inventory', 'state.yml', 'Dockerfile'}
 
 
 class Failed(Exception):
@@ -97,9 +104,29 @@ def destroy(platforms):
     return done
 
 
+def prune(directory):
+    """Remove what an earlier test left in the ephemeral directory; returns what was removed."""
+    removed = []
+    for name in sorted(os.listdir(directory)):
+        if name in MOLECULE_FILES:
+            continue
+        path = os.path.join(directory, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+        removed.append(['rm', '-r', path])
+    return removed
+
+
 def main(argv):
+    if len(argv) == 3 and argv[1] == 'prune':
+        done = prune(argv[2])
+        print(json.dumps({'changed': bool(done), 'commands': [' '.join(c) for c in done]}))
+        return 0
     if len(argv) != 2 or argv[1] not in ('create', 'destroy'):
-        print('usage: containers.py create|destroy < platforms.json', file=sys.stderr)
+        print('usage: containers.py create|destroy < platforms.json, or containers.py prune DIRECTORY',
+              file=sys.stderr)
         return 2
     platforms = json.load(sys.stdin)
     try:
