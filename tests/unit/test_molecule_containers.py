@@ -63,7 +63,8 @@ def test_an_unknown_key_or_a_built_image_is_refused_before_anything_runs(monkeyp
 
 
 def test_prune_keeps_only_molecules_files(tmp_path):
-    for name in ('ansible.cfg', 'state.yml', 'stale.txt'):
+    # molecule.yml: the merged configuration Molecule writes before every step, which create.yml reads
+    for name in ('ansible.cfg', 'molecule.yml', 'state.yml', 'stale.txt'):
         (tmp_path / name).write_text('x')
     for name in ('inventory', 'reports', 'profile'):
         (tmp_path / name).mkdir()
@@ -71,6 +72,6 @@ def test_prune_keeps_only_molecules_files(tmp_path):
     (tmp_path / 'reports' / 'rack-report.json').write_text('{}')
     removed = containers.prune(str(tmp_path))
     assert sorted(os.path.basename(r[-1]) for r in removed) == ['profile', 'reports', 'stale.txt']
-    assert sorted(os.listdir(str(tmp_path))) == ['ansible.cfg', 'inventory', 'state.yml']
+    assert sorted(os.listdir(str(tmp_path))) == ['ansible.cfg', 'inventory', 'molecule.yml', 'state.yml']
     assert os.path.exists(str(tmp_path / 'inventory' / 'ansible_inventory.yml'))
     assert containers.prune(str(tmp_path)) == []

@@ -14,7 +14,7 @@ started as the driver starts it (`podman run -d --name NAME --hostname NAME --la
 platform key it does not know is refused before anything is created. destroy: every platform's container that exists removed at
 once (no stop timeout: the containers are thrown away), then the scenario's networks.
 prune: what Molecule's own pruning does at the end of a test, done before a create: everything in the scenario's
-ephemeral directory but Molecule's files (ansible.cfg, inventory, state.yml, the driver's Dockerfile) removed, so
+ephemeral directory but Molecule's files (ansible.cfg, inventory, molecule.yml, state.yml, a Dockerfile) removed, so
 that the reports and runs an interrupted test left there are never read as this test's.
 Prints one JSON object: {"changed": bool, "commands": [...]}; exits 1 with the failing command's output.
 """
@@ -31,7 +31,7 @@ PODMAN = 'podman'
 KNOWN = {'name', 'groups', 'image', 'pre_build_image', 'privileged', 'systemd', 'command', 'ulimits', 'volumes',
          'extra_opts', 'network', 'children'}
 BUILT_IN_NETWORKS = {'bridge', 'none', 'host', 'ns', 'private', 'slirp4netns'}
-MOLECULE_FILES = {'ansible.cfg', 'inventory', 'state.yml', 'Dockerfile'}
+MOLECULE_FILES = {'ansible.cfg', 'inventory', 'molecule.yml', 'state.yml', 'Dockerfile'}
 
 
 class Failed(Exception):
