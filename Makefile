@@ -177,10 +177,9 @@ $(MOLECULE_TARGETS): molecule-%: collection-link images
 check: lint build sanity units browser
 	@echo "== make check: lint, build, sanity, units and browser passed"
 
-# The set-up first (host packages, venv, images); then the stages of tests/ci_plan.yml: two lanes at once (about
-# a core each: Ansible runs one task at a time), then the demo. The plan holds every stage of check and bench,
-# every scenario and the demo (tests/unit/test_ci_plan.py). The stages one after another: make check bench molecule
-# demo-check.
+# The set-up first (host packages, venv, images); then the stages of tests/ci_plan.yml in two lanes at once (one
+# lane's waits are the other's work time). The plan holds every stage of check and bench, every scenario and the
+# demo (tests/unit/test_ci_plan.py). The stages one after another: make check bench molecule demo-check.
 test: host collection-link images
 	@$(BIN)/python tests/scripts/lanes.py
 	@echo "== make test: lint, build, sanity, units, browser, bench, molecule ($(MOLECULE_SCENARIOS)) and the demo passed"

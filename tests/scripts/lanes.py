@@ -96,7 +96,7 @@ def table(results, plan):
 def markdown(plan):
     """The plan as a Markdown table: each lane's stages with their measured seconds, and each lane's total."""
     lines = ['| lane | stage | measured |', '|---|---|---|']
-    groups = sorted(plan['lanes'].items()) + [('after', plan.get('after') or [])]
+    groups = sorted(plan['lanes'].items()) + ([('after', plan['after'])] if plan.get('after') else [])
     for lane, entries in groups:
         for entry in entries:
             lines.append('| %s | `%s` | %s s |' % (lane, entry['stage'], entry['measured_s']))
