@@ -20,14 +20,15 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'scripts'))
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'affected'))
 
+import affected  # noqa: E402 pylint: disable=import-error,wrong-import-position
 import lanes  # noqa: E402 pylint: disable=import-error,wrong-import-position
 
 PLAN = lanes.load_plan()
 ENTRIES = [(lane, e) for lane, entries in PLAN['lanes'].items() for e in entries] + \
     [('after', e) for e in PLAN.get('after') or []]
-SCENARIOS = sorted(d for d in os.listdir(os.path.join(ROOT, 'molecule'))
-                   if os.path.isfile(os.path.join(ROOT, 'molecule', d, 'molecule.yml')))
+SCENARIOS = affected.scenario_names()
 
 
 def makefile_prerequisites(target):

@@ -47,6 +47,11 @@ def run(argv, done, check=True):
     return proc
 
 
+def exists(kind, name):
+    """Whether podman has the container or network ``name`` (``kind``: container, network)."""
+    return run([PODMAN, kind, 'exists', name], [], check=False).returncode == 0
+
+
 def run_argv(platform):
     """The podman run command of one platform."""
     if not platform.get('pre_build_image', False):
@@ -85,7 +90,7 @@ def create(platforms):
                          % (platform.get('name'), ', '.join(unknown)))
     commands = [run_argv(p) for p in platforms]
     for network in networks(platforms):
-        if run([PODMAN, 'network', 'exists', network], [], check=False).returncode != 0:
+        if not exists('network', network):
             run([PODMAN, 'network', 'create', network], done)
     for argv in commands:
         run(argv, done)
@@ -94,12 +99,11 @@ def create(platforms):
 
 def destroy(platforms):
     done = []
-    names = [p['name'] for p in platforms
-             if run([PODMAN, 'container', 'exists', p['name']], [], check=False).returncode == 0]
+    names = [p['name'] for p in platforms if exists('container', p['name'])]
     if names:
         run([PODMAN, 'rm', '--force', '--ignore', '--time', '0'] + names, done)
     for network in networks(platforms):
-        if run([PODMAN, 'network', 'exists', network], [], check=False).returncode == 0:
+        if exists('network', network):
             run([PODMAN, 'network', 'rm', '--force', network], done)
     return done
 
