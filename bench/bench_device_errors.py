@@ -43,7 +43,7 @@ def main():
     parser.add_argument('--repeat', type=int, default=3)
     args = parser.parse_args()
     _importable()
-    from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
+    from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle
 
     with open(CAPTURE) as handle:
         line = handle.readline()

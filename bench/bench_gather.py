@@ -71,7 +71,7 @@ def main():
     parser.add_argument('--repeat', type=int, default=20)
     args = parser.parse_args()
     _importable()
-    from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle, gather_live
+    from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle, gather_live
 
     work = tempfile.mkdtemp(prefix='gpuops-bench-')
     subprocess.check_call([sys.executable, '-m', 'simulator.build_profiles', '--unpacked', '--out',

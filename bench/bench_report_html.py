@@ -44,9 +44,9 @@ def node_records(work):
     """{fault or None: (record template, topology)} of the H100 profile, healthy and with each fault."""
     from simulator import bundle as B
     from simulator import faults as F
-    from ansible_collections.gpuops.node.plugins.module_utils.report_html import drawing_from_topology
-    from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
-    from ansible_collections.gpuops.node.plugins.module_utils.topology_check import check_profile
+    from ansible_collections.gpuops.node.plugins.module_utils.report.html import drawing_from_topology
+    from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle
+    from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import check_profile
 
     out = {}
     for fault, params in ((None, {}),) + FAULTS:
@@ -82,8 +82,8 @@ def main():
     parser.add_argument('--repeat', type=int, default=3)
     args = parser.parse_args()
     _importable()
-    from ansible_collections.gpuops.node.plugins.module_utils.report import build_report
-    from ansible_collections.gpuops.node.plugins.module_utils.report_html import drawing_from_topology, render_html
+    from ansible_collections.gpuops.node.plugins.module_utils.report.model import build_report
+    from ansible_collections.gpuops.node.plugins.module_utils.report.html import drawing_from_topology, render_html
 
     work = tempfile.mkdtemp(prefix='gpuops-bench-')
     try:

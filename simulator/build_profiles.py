@@ -646,8 +646,8 @@ def derive_tree(tree, options):
     collections_dir = os.path.join(REPO, '.build', 'collections')     # make collection-link
     if collections_dir not in sys.path:
         sys.path.insert(0, collections_dir)
-    from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
-    from ansible_collections.gpuops.node.plugins.module_utils.topology_profile import derive
+    from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle
+    from ansible_collections.gpuops.node.plugins.module_utils.topology.profile import derive
     scratch = tempfile.mkdtemp(prefix='gpuops-profile-')
     try:
         B.write_tree(tree, scratch)

@@ -68,7 +68,7 @@ DERIVATION_RDMA_CM = (
     'configfs: kernel/config/rdma_cm/<hca>/ports/1/default_roce_tos "0" and default_roce_mode "RoCE v2" for every '
     'Ethernet-link-layer HCA, the directory a real node gets from `mkdir /sys/kernel/config/rdma_cm/<hca>` with '
     'the kernel\'s defaults (drivers/infiniband/core/cma.c, cma_configfs.c); the simulated node has it from boot on')
-# the dcb outputs a capture bundle holds per RoCE netdev (plugins/module_utils/topology_sources.py DCB_QUERIES)
+# the dcb outputs a capture bundle holds per RoCE netdev (plugins/module_utils/topology/sources.py DCB_QUERIES)
 DCB_PFC_FILE = 'dcb-pfc-%s.txt'
 DCB_APP_FILE = 'dcb-app-dscp-prio-%s.txt'
 DERIVATION_DCB = (

@@ -349,7 +349,7 @@ def _ecc_uncorrectable(tree, gpu=1, count=1):
     return {'ecc': kind}
 
 
-# the capture bundle's ``nvidia-smi mig -lgi`` (plugins/module_utils/topology_mig.py BUNDLE_FILE)
+# the capture bundle's ``nvidia-smi mig -lgi`` (plugins/module_utils/topology/mig.py BUNDLE_FILE)
 MIG_LGI_FILE = 'nvidia-smi-mig-lgi.txt'
 
 

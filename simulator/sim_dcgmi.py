@@ -49,7 +49,7 @@ FAIL_MESSAGE = ("There was an internal error during the test: 'A child process (
                 "Check DCGM and system logs for errors. Reset GPU. Restart DCGM. Rerun diagnostics.")
 
 # Policy conditions: key, dcgmi flag, label of `dcgmi policy --get` (the collection's table,
-# plugins/module_utils/dcgm_policy.py CONDITIONS; a unit test keeps the two equal).
+# plugins/module_utils/config/dcgm_policy.py CONDITIONS; a unit test keeps the two equal).
 CONDITIONS = (
     ('dbe', '-e', 'Double-bit ECC errors'),
     ('pcie', '-p', 'PCI errors and replays'),

@@ -10,7 +10,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.gpuops.node.plugins.module_utils.topology_profile import (
+from ansible_collections.gpuops.node.plugins.module_utils.topology.profile import (
     ProfileError, derive, differences, document, file_state)
 
 

@@ -10,28 +10,28 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.node.plugins.module_utils import scheduler
+from ansible_collections.gpuops.node.plugins.module_utils.plans import gpuops as plans_gpuops
 
 
 def rack_batches(sizes, max_unavailable=0):
     try:
-        return scheduler.rack_batches(sizes, max_unavailable)
-    except scheduler.SchedulerError as exc:
+        return plans_gpuops.rack_batches(sizes, max_unavailable)
+    except plans_gpuops.SchedulerError as exc:
         raise AnsibleFilterError('rack_batches: %s' % exc)
 
 
 def drain_plan(batch, states, max_unavailable=0):
     try:
-        return scheduler.drain_plan(batch, states, max_unavailable)
-    except scheduler.SchedulerError as exc:
+        return plans_gpuops.drain_plan(batch, states, max_unavailable)
+    except plans_gpuops.SchedulerError as exc:
         raise AnsibleFilterError('drain_plan: %s' % exc)
 
 
-def k8s_node_status(resource, annotation=scheduler.K8S_ANNOTATION):
+def k8s_node_status(resource, annotation=plans_gpuops.K8S_ANNOTATION):
     if resource is not None and not isinstance(resource, dict):
         raise AnsibleFilterError('k8s_node_status: the input must be a Node object or null, got %s'
                                  % type(resource).__name__)
-    return scheduler.k8s_node_status(resource, annotation)
+    return plans_gpuops.k8s_node_status(resource, annotation)
 
 
 class FilterModule(object):

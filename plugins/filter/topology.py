@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.node.plugins.module_utils.report_html import drawing_from_topology
+from ansible_collections.gpuops.node.plugins.module_utils.report.html import drawing_from_topology
 
 
 def topology_drawing(topology):

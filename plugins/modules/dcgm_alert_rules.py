@@ -128,7 +128,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.node.plugins.module_utils.files import write_atomic
-from ansible_collections.gpuops.node.plugins.module_utils.dcgm_alerts import (
+from ansible_collections.gpuops.node.plugins.module_utils.config.dcgm_alerts import (
     AlertsError, active, check_labels, render_rules, render_tests, validate)
 
 

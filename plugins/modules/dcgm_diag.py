@@ -191,7 +191,7 @@ msg:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.gpuops.node.plugins.module_utils.dcgm_diag import (
+from ansible_collections.gpuops.node.plugins.module_utils.parsers.dcgmi_diag import (
     DiagConnectionError, DiagParseError, diag_failures, parse_diag, summary)
 
 # what dcgmi's argument parser (TCLAP) prints for an option it does not know

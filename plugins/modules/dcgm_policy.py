@@ -105,7 +105,7 @@ diff:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.gpuops.node.plugins.module_utils.dcgm_policy import (
+from ansible_collections.gpuops.node.plugins.module_utils.config.dcgm_policy import (
     CONDITIONS, PolicyParseError, clear_argv, get_argv, parse_policy_get, same, set_argv, validate)
 
 

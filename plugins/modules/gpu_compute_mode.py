@@ -70,8 +70,8 @@ commands:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_xml import ParseError, parse_nvsmi_xml
-from ansible_collections.gpuops.node.plugins.module_utils.sysfs import sysfs_pci_address
+from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvsmi_xml import ParseError, parse_nvsmi_xml
+from ansible_collections.gpuops.node.plugins.module_utils.node.sysfs import sysfs_pci_address
 
 # nvidia-smi -c takes these names; -q -x prints the first spelling
 MODES = {'default': ('Default', 'DEFAULT'), 'exclusive_process': ('Exclusive_Process', 'EXCLUSIVE_PROCESS'),

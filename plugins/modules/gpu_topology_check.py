@@ -222,11 +222,11 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.node.plugins.module_utils.gpu_topology_module import (
+from ansible_collections.gpuops.node.plugins.module_utils.topology.module_options import (
     GATHER_ARGS, gather_for_module)
-from ansible_collections.gpuops.node.plugins.module_utils.topology_baseline import (
+from ansible_collections.gpuops.node.plugins.module_utils.topology.baseline import (
     baseline_gaps, find_regressions, other_node, validate_baseline)
-from ansible_collections.gpuops.node.plugins.module_utils.topology_check import ROLES, run_checks, validate_profile
+from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import ROLES, run_checks, validate_profile
 
 
 def main():

@@ -314,7 +314,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.node.plugins.module_utils.gpu_topology_module import (
+from ansible_collections.gpuops.node.plugins.module_utils.topology.module_options import (
     GATHER_ARGS, gather_for_module)
 
 

@@ -141,7 +141,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpuops.node.plugins.module_utils.files import write_atomic
-from ansible_collections.gpuops.node.plugins.module_utils.kubelet_conf import (
+from ansible_collections.gpuops.node.plugins.module_utils.config.kubelet import (
     HAS_YAML, KubeletConfigError, dropin, dump, effective, load, merge, same)
 
 MISSING = object()

@@ -149,7 +149,7 @@ errors:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.node.plugins.module_utils.kubelet_plan import plan
+from ansible_collections.gpuops.node.plugins.module_utils.plans.kubelet_topology import plan
 
 
 def main():

@@ -190,15 +190,15 @@ from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
 from ansible_collections.gpuops.node.plugins.module_utils.files import write_atomic
-from ansible_collections.gpuops.node.plugins.module_utils.mig_config import (
+from ansible_collections.gpuops.node.plugins.module_utils.config.mig_parted import (
     ConfigError, expand, load, normalize_bus_id, select)
-from ansible_collections.gpuops.node.plugins.module_utils.mig_plan import (
+from ansible_collections.gpuops.node.plugins.module_utils.plans.mig import (
     boot_script, counts, creation_order, describe, gpu_states, pending_work, plan, recheck, state_text)
-from ansible_collections.gpuops.node.plugins.module_utils.mig_profiles import profiles_for
-from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_errors import classify_nvsmi_failure
-from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_mig import (
+from ansible_collections.gpuops.node.plugins.module_utils.node.mig_profiles import profiles_for
+from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvsmi_errors import classify_nvsmi_failure
+from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvsmi_mig import (
     empty_answer, mig_errors, parse_lci, parse_lgi, parse_lgip, parse_mode_change)
-from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_xml import parse_nvsmi_xml
+from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvsmi_xml import parse_nvsmi_xml
 
 HEADER = ('# Written by gpuops.node.mig (mig_layout): the GPU instances of the MIG layout, which no reboot keeps; '
           'do not edit.')

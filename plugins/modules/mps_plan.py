@@ -126,7 +126,7 @@ errors:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.node.plugins.module_utils.mps_plan import plan
+from ansible_collections.gpuops.node.plugins.module_utils.plans.mps import plan
 
 
 def main():

@@ -169,7 +169,7 @@ import shlex
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.gpuops.node.plugins.module_utils.nccl_tests import (
+from ansible_collections.gpuops.node.plugins.module_utils.parsers.nccl_tests import (
     NcclParseError, busbw_failures, fmt_gbps, parse_nccl_tests)
 
 EMPTY = {'nccl_version': None, 'nccl_tests_version': None, 'test': None, 'params': {}, 'devices': [], 'rows': [],

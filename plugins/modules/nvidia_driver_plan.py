@@ -240,10 +240,10 @@ import platform
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.node.plugins.module_utils import dkms as D
-from ansible_collections.gpuops.node.plugins.module_utils import packages as P
+from ansible_collections.gpuops.node.plugins.module_utils.parsers import dkms as parsers_dkms
+from ansible_collections.gpuops.node.plugins.module_utils.node import packages as node_packages
 from ansible_collections.gpuops.node.plugins.module_utils import versions as V
-from ansible_collections.gpuops.node.plugins.module_utils.driver_plan import (PlanError, check_request,
+from ansible_collections.gpuops.node.plugins.module_utils.plans.nvidia_driver import (PlanError, check_request,
                                                                               expand_packages, fabricmanager_name, plan)
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
 
@@ -266,10 +266,10 @@ class PackageManager(object):
 
     def available(self, package, origin=None):
         if self.apt:
-            return P.parse_madison(self.run(['apt-cache', 'madison', package])[1], package, origin)
+            return node_packages.parse_madison(self.run(['apt-cache', 'madison', package])[1], package, origin)
         _rc, out = self.run(['dnf', '-q', 'repoquery', '--available', '--qf',
                              '%{name} %{epoch}:%{version}-%{release}', package])
-        return P.parse_repoquery(out, package)
+        return node_packages.parse_repoquery(out, package)
 
     def installed(self, names):
         if not names:
@@ -278,15 +278,15 @@ class PackageManager(object):
             # exit 1 names packages dpkg does not know; the others are still printed
             _rc, out = self.run(['dpkg-query', '-W', '-f=${Package}\t${Version}\t${db:Status-Abbrev}\n'] + names,
                                 allow=(0, 1))
-            return P.parse_dpkg_status(out)
+            return node_packages.parse_dpkg_status(out)
         _rc, out = self.run(['rpm', '-q', '--qf', '%{NAME} %{EPOCH}:%{VERSION}-%{RELEASE}\n'] + names, allow=(0, 1))
-        return P.parse_rpm_installed(out)
+        return node_packages.parse_rpm_installed(out)
 
     def held(self):
         if self.apt:
-            return P.parse_showhold(self.run(['apt-mark', 'showhold'])[1])
+            return node_packages.parse_showhold(self.run(['apt-mark', 'showhold'])[1])
         rc, out = self.run(['dnf', '-q', 'versionlock', 'list'], allow=(0, 1))
-        return P.parse_versionlock(out) if rc == 0 else []
+        return node_packages.parse_versionlock(out) if rc == 0 else []
 
 
 def read_dkms(module, names, boot):
@@ -298,7 +298,7 @@ def read_dkms(module, names, boot):
     if rc != 0:
         module.fail_json(msg='dkms status failed (exit %d): %s' % (rc, (err or out).strip()))
     try:
-        entries = [e for e in D.parse_status(out) if e['module'] in names]
+        entries = [e for e in parsers_dkms.parse_status(out) if e['module'] in names]
     except ParseError as exc:
         module.fail_json(msg=str(exc))
     errors = {}
@@ -309,7 +309,7 @@ def read_dkms(module, names, boot):
                    for e in entries):
                 continue
             with open(log, 'rb') as handle:
-                found = D.build_errors(handle.read().decode('utf-8', 'replace'))
+                found = parsers_dkms.build_errors(handle.read().decode('utf-8', 'replace'))
             if found:
                 errors['%s/%s' % (name, version)] = found
     return entries, errors
@@ -386,8 +386,8 @@ def main():
     try:
         if params['fabricmanager_packages']:
             # the fabric manager's name can carry the branch: read what the source offers for every branch offered
-            branches = sorted(set(P.upstream(v).split('.')[0] for versions in available.values() for v in versions
-                                  if P.upstream(v)))
+            branches = sorted(set(node_packages.upstream(v).split('.')[0] for versions in available.values() for v in versions
+                                  if node_packages.upstream(v)))
             fm_names = sorted(set(n for n in (fabricmanager_name(params['fabricmanager_packages'], b)
                                               for b in branches) if n))
             node['fabricmanager_available'] = dict((n, manager.available(n, origin)) for n in fm_names)

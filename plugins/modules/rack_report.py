@@ -331,7 +331,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
 
 from ansible_collections.gpuops.node.plugins.module_utils.files import write_atomic
-from ansible_collections.gpuops.node.plugins.module_utils.report import (
+from ansible_collections.gpuops.node.plugins.module_utils.report.model import (
     ReportError,
     failing_hosts,
     render_all,

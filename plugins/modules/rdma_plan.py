@@ -114,8 +114,8 @@ errors:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.node.plugins.module_utils.packages import parse_dpkg_status, parse_rpm_installed
-from ansible_collections.gpuops.node.plugins.module_utils.rdma_plan import plan
+from ansible_collections.gpuops.node.plugins.module_utils.node.packages import parse_dpkg_status, parse_rpm_installed
+from ansible_collections.gpuops.node.plugins.module_utils.plans.rdma import plan
 
 _DPKG = ['dpkg-query', '-W', '-f', '${Package}\\t${Version}\\t${db:Status-Abbrev}\\n']
 _RPM = ['rpm', '-qa', '--qf', '%{NAME} %{EPOCH}:%{VERSION}-%{RELEASE}\\n']

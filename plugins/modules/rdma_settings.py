@@ -159,15 +159,15 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.node.plugins.module_utils.dcb import (
+from ansible_collections.gpuops.node.plugins.module_utils.parsers.dcb import (
     app_replace_args, parse_app_dscp, parse_mlnx_qos, parse_pfc, pfc_priorities, pfc_set_args)
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
 from ansible_collections.gpuops.node.plugins.module_utils.files import write_atomic
-from ansible_collections.gpuops.node.plugins.module_utils.rdma_settings import (
+from ansible_collections.gpuops.node.plugins.module_utils.config.rdma_settings import (
     IFF_UP, app_before, boot_script, diff_text, differs, ipoib_down_item, path_of, wanted)
-from ansible_collections.gpuops.node.plugins.module_utils.rdma_sysfs import (
+from ansible_collections.gpuops.node.plugins.module_utils.node.rdma_sysfs import (
     ecn_dir, ipoib_module_loaded, ipoib_netdevs, netdev_dir, rdma_cm_dir)
-from ansible_collections.gpuops.node.plugins.module_utils.sysfs import read_infiniband, read_value
+from ansible_collections.gpuops.node.plugins.module_utils.node.sysfs import read_infiniband, read_value
 
 HEADER = '# Written by gpuops.node.rdma (rdma_settings): the RoCE settings, which no reboot keeps; do not edit.'
 

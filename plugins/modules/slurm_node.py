@@ -150,7 +150,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.node.plugins.module_utils.slurm import (
+from ansible_collections.gpuops.node.plugins.module_utils.parsers.scontrol import (
     SlurmParseError, drain_reason, statuses)
 
 

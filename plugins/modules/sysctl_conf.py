@@ -212,7 +212,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.node.plugins.module_utils.files import write_atomic
-from ansible_collections.gpuops.node.plugins.module_utils.sysctl_conf import DEFAULT_PATH, converge
+from ansible_collections.gpuops.node.plugins.module_utils.config.sysctl import DEFAULT_PATH, converge
 
 
 def install(module, root, path, text):

@@ -2,17 +2,17 @@
 # Copyright: gpuops.node contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Rack report pages made in Python from simulator profiles, the way the playbooks make their records.
+"""Rack model pages made in Python from simulator profiles, the way the playbooks make their records.
 
 Each node: its profile's capture bundle, a fault applied to it first, the collection's gatherer, the
 pre-change check against the profile's expected_node_class, a record with the check's failures and the
-drawing of the topology (a node that passes is rolled out and passes its post-change check: provisioned; the
-others are held back); then report.build_report and report_html.render_html.
+drawing of the gather (a node that passes is rolled out and passes its post-change check: provisioned; the
+others are held back); then model.build_report and report_html.render_html.
 
 ``demo_page(dest)``: the rack of simulator/demo-layout.yml, its fault on its node.
 ``faults_page(dest)``: one H100 node per fault of the faults scenario (molecule/faults/molecule.yml) and a
 healthy one. ``hostile_page(dest)``: host, NIC names and a message made of markup and quotes.
-Each returns the report the page was rendered from.
+Each returns the model the page was rendered from.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -34,9 +34,9 @@ if _SIMULATOR_TESTS not in sys.path:
 from simhelpers import B, profile_path  # noqa: E402
 from simulator import demo as D  # noqa: E402
 from simulator import faults as F  # noqa: E402
-from ansible_collections.gpuops.node.plugins.module_utils import report  # noqa: E402
-from ansible_collections.gpuops.node.plugins.module_utils import topology  # noqa: E402
-from ansible_collections.gpuops.node.plugins.module_utils import topology_check  # noqa: E402
+from ansible_collections.gpuops.node.plugins.module_utils.report import model  # noqa: E402
+from ansible_collections.gpuops.node.plugins.module_utils.topology import gather  # noqa: E402
+from ansible_collections.gpuops.node.plugins.module_utils.topology import checks  # noqa: E402
 
 H100 = 'h100-sxm-8gpu-ib'
 DEMO_LAYOUT = os.path.join(REPO, 'simulator', 'demo-layout.yml')
@@ -59,12 +59,12 @@ HOSTILE_MESSAGE = 'port <script>alert(2)</script> is "DOWN" & \'gone\' ]]>\nseco
 
 def report_html():
     """The collection's HTML renderer (an ImportError when it is missing)."""
-    from ansible_collections.gpuops.node.plugins.module_utils import report_html as module
-    return module
+    from ansible_collections.gpuops.node.plugins.module_utils.report import html as report_html
+    return report_html
 
 
 def node_record(host, rack, profile, fault_specs=(), roles=()):
-    """The record of one simulated node after its pre-change check (see the module docstring)."""
+    """The record of one simulated node after its pre-change check (see the report_html docstring)."""
     renderer = report_html()
     tree = B.read_profile(profile_path(profile))
     for spec in fault_specs:
@@ -75,10 +75,10 @@ def node_record(host, rack, profile, fault_specs=(), roles=()):
     try:
         bundle = os.path.join(work, 'bundle')
         B.write_tree(tree, bundle)
-        facts = topology.gather_bundle(bundle)
+        facts = gather.gather_bundle(bundle)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    failures, dummy = topology_check.run_checks(facts, meta['expected_node_class'])
+    failures, dummy = checks.run_checks(facts, meta['expected_node_class'])
     record = {
         'host': host,
         'rack': rack,
@@ -95,8 +95,8 @@ def node_record(host, rack, profile, fault_specs=(), roles=()):
 
 
 def write_page(records, title, dest, racks=None):
-    """Render ``records`` into ``dest``; returns the report."""
-    doc = report.build_report(records, title, racks)
+    """Render ``records`` into ``dest``; returns the model."""
+    doc = model.build_report(records, title, racks)
     html = report_html().render_html(doc)
     parent = os.path.dirname(os.path.abspath(dest))
     if not os.path.isdir(parent):

@@ -66,7 +66,7 @@ def page(chromium, tmp_path_factory):
             try:
                 pages.report_html()
             except ImportError as exc:
-                pytest.fail('the HTML renderer (plugins/module_utils/report_html.py) cannot be imported: %s' % exc)
+                pytest.fail('the HTML renderer (plugins/module_utils/report/html.py) cannot be imported: %s' % exc)
             if name in SCREENSHOT_PAGES:
                 path = os.path.join(SCREENSHOTS, name + '.html')
             else:

@@ -5,7 +5,7 @@
     python3 tests/scripts/alerts_table.py --write    rewrite the block
 
 The block sits between the lines ``<!-- alerts:start -->`` and ``<!-- alerts:end -->``; the unit test
-tests/unit/plugins/module_utils/test_dcgm_alerts.py fails when it is stale. Run from the repository root with the
+tests/unit/plugins/module_utils/config/test_dcgm_alerts.py fails when it is stale. Run from the repository root with the
 collection importable (``make units`` sets that up; tests/unit/conftest.py does too).
 """
 
@@ -31,7 +31,7 @@ def block(text, table):
 
 
 def rendered():
-    from ansible_collections.gpuops.node.plugins.module_utils.dcgm_alerts import alerts_markdown
+    from ansible_collections.gpuops.node.plugins.module_utils.config.dcgm_alerts import alerts_markdown
     with open(README) as handle:
         current = handle.read()
     return {README: (current, block(current, alerts_markdown()))}

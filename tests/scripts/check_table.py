@@ -27,7 +27,7 @@ END = 'end of generated lines'
 
 
 def _checks():
-    from ansible_collections.gpuops.node.plugins.module_utils.topology_check import CHECKS
+    from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import CHECKS
     return CHECKS
 
 

@@ -53,8 +53,8 @@ def _derive(name):
 
 def class_file(name):
     """(path, text) of the example's class file for the simulator profile ``name``."""
-    from ansible_collections.gpuops.node.plugins.module_utils.topology_check import CHECKS
-    from ansible_collections.gpuops.node.plugins.module_utils.topology_profile import document
+    from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import CHECKS
+    from ansible_collections.gpuops.node.plugins.module_utils.topology.profile import document
     node_class, derivation = _derive(name)
     profile = dict(derivation['profile'])
     for key, value, why in CONVERGED[name]:

@@ -14,7 +14,7 @@ import yaml
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpuops.node.plugins.module_utils import mps_plan, nccl_conf, rdma_plan
+from ansible_collections.gpuops.node.plugins.module_utils.plans import mps, nccl, rdma
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 TYPES = ('text', 'textarea', 'password', 'integer', 'float', 'multiplechoice', 'multiselect')
@@ -89,18 +89,18 @@ def _expression(path, expression, variable):
 
 
 def _mps(value):
-    return not mps_plan.check_values(_spec_values('mps', mps_active_thread_percentage=value))
+    return not mps.check_values(_spec_values('mps', mps_active_thread_percentage=value))
 
 
 def _rdma(name):
     def check(value):
-        return not [e for e in rdma_plan.validate(_spec_values('rdma', **{name: value})) if e.startswith(name)]
+        return not [e for e in rdma.validate(_spec_values('rdma', **{name: value})) if e.startswith(name)]
     return check
 
 
 def _nccl(name):
     def check(value):
-        errors, _warnings = nccl_conf.validate(_spec_values('nccl', **{name: value}))
+        errors, _warnings = nccl.validate(_spec_values('nccl', **{name: value}))
         return not [e for e in errors if e.startswith(name)]
     return check
 
@@ -115,10 +115,10 @@ _CAPTURE_CHECK = _expression('playbooks/capture.yml', "__gpuops_command_timeout 
 
 
 def _batches(value):
-    from ansible_collections.gpuops.node.plugins.module_utils import scheduler
+    from ansible_collections.gpuops.node.plugins.module_utils.plans import gpuops as plans_gpuops
     try:
-        scheduler.rack_batches([4], value)
-    except scheduler.SchedulerError:
+        plans_gpuops.rack_batches([4], value)
+    except plans_gpuops.SchedulerError:
         return False
     return True
 
@@ -127,19 +127,19 @@ _DCGM_TIMEOUT = _expression('roles/dcgm/tasks/preflight.yml', 'dcgm_diag_timeout
 
 # (role or gpuops, variable): (low, high or None, file that enforces it, check)
 RANGES = {
-    ('mps', 'mps_active_thread_percentage'): (1, 100, 'plugins/module_utils/mps_plan.py', _mps),
-    ('rdma', 'rdma_roce_priority'): (0, 7, 'plugins/module_utils/rdma_plan.py', _rdma('rdma_roce_priority')),
-    ('rdma', 'rdma_roce_cnp_priority'): (0, 7, 'plugins/module_utils/rdma_plan.py', _rdma('rdma_roce_cnp_priority')),
-    ('nccl', 'nccl_cuda_device_max_connections'): (0, 32, 'plugins/module_utils/nccl_conf.py',
+    ('mps', 'mps_active_thread_percentage'): (1, 100, 'plugins/module_utils/plans/mps.py', _mps),
+    ('rdma', 'rdma_roce_priority'): (0, 7, 'plugins/module_utils/plans/rdma.py', _rdma('rdma_roce_priority')),
+    ('rdma', 'rdma_roce_cnp_priority'): (0, 7, 'plugins/module_utils/plans/rdma.py', _rdma('rdma_roce_cnp_priority')),
+    ('nccl', 'nccl_cuda_device_max_connections'): (0, 32, 'plugins/module_utils/plans/nccl.py',
                                                    _nccl('nccl_cuda_device_max_connections')),
-    ('nccl', 'nccl_test_min_busbw_gbps'): (0, None, 'plugins/module_utils/nccl_conf.py',
+    ('nccl', 'nccl_test_min_busbw_gbps'): (0, None, 'plugins/module_utils/plans/nccl.py',
                                            _nccl('nccl_test_min_busbw_gbps')),
-    ('nccl', 'nccl_test_timeout'): (1, None, 'plugins/module_utils/nccl_conf.py', _nccl('nccl_test_timeout')),
+    ('nccl', 'nccl_test_timeout'): (1, None, 'plugins/module_utils/plans/nccl.py', _nccl('nccl_test_timeout')),
     ('dcgm', 'dcgm_diag_level'): (0, 4, 'roles/dcgm/meta/argument_specs.yml',
                                   _spec_choices('dcgm', 'dcgm_diag_level')),
     ('dcgm', 'dcgm_diag_timeout'): (1, None, 'roles/dcgm/tasks/preflight.yml', _DCGM_TIMEOUT),
     ('gpuops', 'gpuops_command_timeout'): (1, None, 'playbooks/capture.yml', _CAPTURE_CHECK),
-    ('gpuops', 'gpuops_max_unavailable_per_rack'): (0, None, 'plugins/module_utils/scheduler.py', _batches),
+    ('gpuops', 'gpuops_max_unavailable_per_rack'): (0, None, 'plugins/module_utils/plans/gpuops.py', _batches),
 }
 
 

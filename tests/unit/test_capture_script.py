@@ -293,7 +293,7 @@ def test_playbook_passes_the_timeout_to_the_node(tmp_path):
 
 def test_nvswitches_are_captured_and_read_back(tmp_path):
     """An NVSwitch on the PCI bus (class 0x0680) is copied into the bundle and counted by the facts."""
-    from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
+    from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle
     tmp = str(tmp_path)
     sysfs = make_sysfs(tmp)
     switch = os.path.join(sysfs, 'bus', 'pci', 'devices', '0000:05:00.0')
@@ -316,7 +316,7 @@ def test_a_roce_node_is_captured_and_replays_the_same_rdma_facts(tmp_path):
     """An RDMA node (a RoCE HCA with DCQCN and rdma_cm, an InfiniBand HCA with IPoIB): the bundle gives the facts the
     node gives, dcb outputs included (a stand-in dcb answers from real captures)."""
     from rdma_tree import PFC3, roce_and_ib_node
-    from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
+    from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle
     tmp = str(tmp_path)
     node = roce_and_ib_node(os.path.join(tmp, 'node'))
     bindir = os.path.join(tmp, 'bin')
@@ -343,7 +343,7 @@ def test_a_roce_node_is_captured_and_replays_the_same_rdma_facts(tmp_path):
 
 def test_dcgm_health_is_captured_and_read_back(tmp_path):
     """With dcgmi on the node, the bundle holds `dcgmi health -c -j` and the facts read it as the node's."""
-    from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
+    from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle
     tmp = str(tmp_path)
     sysfs = make_sysfs(tmp)
     bindir = os.path.join(tmp, 'bin')

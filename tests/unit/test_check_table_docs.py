@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'scripts'))
 
 import check_table  # noqa: E402  (tests/scripts)
 
-from ansible_collections.gpuops.node.plugins.module_utils.topology_check import CHECKS, ROLES  # noqa: E402
+from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import CHECKS, ROLES  # noqa: E402
 
 
 def test_generated_documents_are_current():

@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'scripts'))
 
 import example_profiles  # noqa: E402  (tests/scripts)
 
-from ansible_collections.gpuops.node.plugins.module_utils.topology_check import validate_profile  # noqa: E402
+from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import validate_profile  # noqa: E402
 
 
 def test_example_class_files_are_current():

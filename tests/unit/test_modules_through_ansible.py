@@ -146,7 +146,7 @@ def _defaults(role):
 
 def _inputs(tmp):
     """The extra variables of the playbook: paths under ``tmp``, facts and variables; writes what they name."""
-    from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
+    from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle
     bundles = {
         'a100': _bundle(tmp, 'a100', A100),
         'a100_nvlink_down': _bundle(tmp, 'a100-nvlink-down', A100, [('nvlink_down', {'gpu': 3})]),

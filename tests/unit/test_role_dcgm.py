@@ -32,7 +32,7 @@ def _cuda_repo():
 
 
 def test_the_default_policy_is_valid_and_the_diag_levels_are_the_modules():
-    from ansible_collections.gpuops.node.plugins.module_utils import dcgm_policy
+    from ansible_collections.gpuops.node.plugins.module_utils.config import dcgm_policy
     normalized, errors = dcgm_policy.validate(_load('defaults', 'main.yml')['dcgm_policy'])
     assert errors == []
     assert normalized['conditions']
@@ -56,7 +56,7 @@ def test_the_default_versions_are_a_pair_the_test_repository_has():
 
 
 def test_the_counters_carry_every_dcgm_exporter_metric_of_the_alerts():
-    from ansible_collections.gpuops.node.plugins.module_utils import dcgm_alerts
+    from ansible_collections.gpuops.node.plugins.module_utils.config import dcgm_alerts
     repo = _cuda_repo()
     exporter = _load('defaults', 'main.yml')['dcgm_exporter_version'].split('-', 1)[1] + '-1'
     defaults = set(line.split(',')[0].strip() for line in repo.counters(exporter).splitlines()

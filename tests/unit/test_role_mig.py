@@ -118,14 +118,14 @@ def test_a_refused_layout_is_blamed_on_its_variable(config_file, result, blamed)
 
 
 def test_the_scenario_file_maps_onto_the_simulated_node():
-    from ansible_collections.gpuops.node.plugins.module_utils import mig_config
+    from ansible_collections.gpuops.node.plugins.module_utils.config import mig_parted
     with open(os.path.join(ROOT, 'molecule', 'mig', 'files', 'mig-parted.yaml')) as handle:
-        doc = mig_config.load(handle.read())
+        doc = mig_parted.load(handle.read())
     with open(os.path.join(ROOT, 'simulator', 'profiles', 'h100-sxm-8gpu-ib', 'profile.yml')) as handle:
         profile = yaml.safe_load(handle)
     gpus = [{'index': g['index'], 'bus_id': g['pci_bus_id'], 'pci_device_id': '0x233010DE', 'name': g['name']}
             for g in profile['gpus']]
-    layout = mig_config.expand(mig_config.select(doc, 'half-1g.10gb'), gpus)
+    layout = mig_parted.expand(mig_parted.select(doc, 'half-1g.10gb'), gpus)
     enabled = sorted(bus for bus, want in layout.items() if want['enabled'])
     assert len(layout) == 8
     assert enabled == ['0000:19:00.0', '0000:3b:00.0', '0000:4c:00.0', '0000:5d:00.0']

@@ -21,8 +21,8 @@ def _text(*parts):
 
 
 def test_the_defaults_plan_one_set_of_every_gpu():
-    from ansible_collections.gpuops.node.plugins.module_utils.mps_plan import plan
-    from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_xml import parse_nvsmi_xml
+    from ansible_collections.gpuops.node.plugins.module_utils.plans.mps import plan
+    from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvsmi_xml import parse_nvsmi_xml
     gpus = parse_nvsmi_xml(profile_text('a100-sxm-8gpu-ib', 'nvidia-smi-q-x.xml'))['gpus']
     result = plan(_load('defaults', 'main.yml'), {'gpus': gpus})
     assert result['errors'] == []

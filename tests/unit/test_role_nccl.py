@@ -10,5 +10,5 @@ ROLE = 'nccl'
 
 
 def test_the_defaults_pass_the_plan():
-    from ansible_collections.gpuops.node.plugins.module_utils.nccl_conf import validate
+    from ansible_collections.gpuops.node.plugins.module_utils.plans.nccl import validate
     assert validate(load(ROLE, 'defaults', 'main.yml')) == ([], [])

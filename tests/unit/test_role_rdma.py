@@ -10,6 +10,6 @@ ROLE = 'rdma'
 
 
 def test_the_plan_checks_every_numeric_variable_the_spec_declares():
-    from ansible_collections.gpuops.node.plugins.module_utils.rdma_plan import _RANGES
+    from ansible_collections.gpuops.node.plugins.module_utils.plans.rdma import _RANGES
     ints = sorted(name for name, opt in options(ROLE).items() if opt['type'] == 'int')
     assert sorted(name for name, _low, _high in _RANGES) == ints

@@ -65,11 +65,11 @@ def test_the_readme_explains_every_base_key():
 
 
 def test_the_defaults_apply_on_a_node_and_a_second_run_changes_nothing(tmp_path):
-    from ansible_collections.gpuops.node.plugins.module_utils import sysctl_conf
+    from ansible_collections.gpuops.node.plugins.module_utils.config import sysctl as config_sysctl
     defaults = load(ROLE, 'defaults', 'main.yml')
     proc = tmp_path / 'proc'
     for key in defaults['sysctl_base_settings']:
-        where = proc / 'sys' / sysctl_conf.relative_path(key)
+        where = proc / 'sys' / config_sysctl.relative_path(key)
         where.parent.mkdir(parents=True, exist_ok=True)
         where.write_text(u'1\n')
     root = tmp_path / 'root'
@@ -80,7 +80,7 @@ def test_the_defaults_apply_on_a_node_and_a_second_run_changes_nothing(tmp_path)
         where.write_text(content)
 
     def converge():
-        return sysctl_conf.converge(
+        return config_sysctl.converge(
             base_settings=defaults['sysctl_base_settings'], settings=defaults['sysctl_settings'],
             path=defaults['sysctl_file'], proc_root=str(proc), root=str(root),
             allow_missing=defaults['sysctl_allow_missing'], fail_on_override=defaults['sysctl_fail_on_override'],

@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'scripts'))
 
 import variables_table  # noqa: E402  (tests/scripts)
 
-from ansible_collections.gpuops.node.plugins.module_utils.topology_check import ROLES  # noqa: E402
+from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import ROLES  # noqa: E402
 
 ROLE = os.path.join(variables_table.ROOT, 'roles', 'gpuops')
 

@@ -182,7 +182,7 @@ def test_capture_bundle_reads_back_like_the_node(host):
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
     assert run.returncode == 0, run.stdout[-3000:]
     sys.path.insert(0, os.path.join(PROJECT, '.build', 'collections'))
-    from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
+    from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle
     bundle = gather_bundle(os.path.join(dest, host.backend.host))
     node = _check(host, {})['gpu_topology']
     assert bundle['missing'] == [] and bundle['errors'] == []

@@ -51,7 +51,7 @@ def profile_tree(name):
 
 def gather_tree(tree, tmp_path, label):
     """The collection's ``gpu_topology`` of a bundle tree, written under ``tmp_path/label``."""
-    from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
+    from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle
     target = str(tmp_path / label)
     B.write_tree(tree, target)
     return gather_bundle(target)

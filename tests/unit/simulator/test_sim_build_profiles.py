@@ -20,8 +20,8 @@ from simhelpers import B, N, PROFILE_NAMES, REPO, profile_path, real_text
 
 from simulator import build_profiles as BP
 
-from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
-from ansible_collections.gpuops.node.plugins.module_utils.topology_check import check_profile, validate_profile
+from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle
+from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import check_profile, validate_profile
 
 
 @pytest.fixture(scope='module')

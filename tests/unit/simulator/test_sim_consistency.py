@@ -18,7 +18,7 @@ import yaml
 
 from simhelpers import B, PROFILE_NAMES, REPO, profile_path
 
-from ansible_collections.gpuops.node.plugins.module_utils.topology_check import validate_profile
+from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import validate_profile
 
 EXAMPLE = os.path.join(REPO, 'inventories', 'example')
 

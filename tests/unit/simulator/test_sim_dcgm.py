@@ -228,7 +228,7 @@ def test_policy_set_get_clear_is_state(engine):
         'dbe': True, 'pcie': True, 'max_pages': 60, 'thermal': 90, 'power': 700, 'nvlink': True, 'xid': True}}
     rc, out = dcgmi(port, 'policy', '--get')
     assert rc == 0 and out.startswith('Policy information\n')
-    policy_mod = pytest.importorskip('ansible_collections.gpuops.node.plugins.module_utils.dcgm_policy')
+    policy_mod = pytest.importorskip('ansible_collections.gpuops.node.plugins.module_utils.config.dcgm_policy')
     parsed = policy_mod.parse_policy_get(out)
     assert parsed['conditions'] == state['groups']['0']['policy']['conditions']
     assert (parsed['action'], parsed['validation']) == ('reset', 'short')

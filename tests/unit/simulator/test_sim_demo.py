@@ -19,8 +19,8 @@ from simulator import demo_inventory as DI
 from simulator import demo_report as DR
 from simulator import faults as F
 
-from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
-from ansible_collections.gpuops.node.plugins.module_utils.topology_check import check_profile
+from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle
+from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import check_profile
 
 
 def default_setup():

@@ -17,10 +17,10 @@ from simhelpers import N, real_text
 
 from simulator import sim_driver as D
 
-from ansible_collections.gpuops.node.plugins.module_utils.nvidia_proc import parse_driver_version
-from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_errors import classify_nvsmi_failure
-from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_xml import parse_nvsmi_xml
-from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_live
+from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvidia_proc import parse_driver_version
+from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvsmi_errors import classify_nvsmi_failure
+from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvsmi_xml import parse_nvsmi_xml
+from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_live
 
 NVIDIA_DRIVER_535 = FakeDpkg().nvml('libnvidia-ml1', '535.216.01-1~deb12u1')
 

@@ -17,7 +17,7 @@ from simhelpers import B, N, PROFILE_NAMES, gather_tree, profile_path, profile_t
 
 from simulator import faults as F
 
-from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle
+from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle
 
 H100 = 'h100-sxm-8gpu-ib'
 A100 = 'a100-sxm-8gpu-ib'

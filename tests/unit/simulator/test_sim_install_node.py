@@ -17,7 +17,7 @@ from simhelpers import B, REPO, profile_path
 
 from simulator import install_node as I
 
-from ansible_collections.gpuops.node.plugins.module_utils.topology import gather_bundle, gather_live
+from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle, gather_live
 
 INSTALLER = os.path.join(REPO, 'simulator', 'install_node.py')
 

@@ -19,7 +19,7 @@ import pytest
 from simhelpers import B, NVIDIA_SMI, PROFILE_NAMES, REPO, Node, real_text
 
 from simulator import sim_nccl as S
-from ansible_collections.gpuops.node.plugins.module_utils.nccl_tests import parse_nccl_tests
+from ansible_collections.gpuops.node.plugins.module_utils.parsers.nccl_tests import parse_nccl_tests
 
 SRC = os.path.join(REPO, 'tests', 'repo', 'nccl-tests-src')
 SIM = os.path.join(REPO, 'simulator', 'sim_nccl.py')

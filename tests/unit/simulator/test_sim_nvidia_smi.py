@@ -17,10 +17,10 @@ import pytest
 
 from simhelpers import N, NVIDIA_SMI, real_text
 
-from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_errors import classify_nvsmi_failure
-from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_nvlink import parse_nvlink_status
-from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_topo import parse_topo_matrix
-from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_xml import parse_nvsmi_xml
+from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvsmi_errors import classify_nvsmi_failure
+from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvsmi_nvlink import parse_nvlink_status
+from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvsmi_topo import parse_topo_matrix
+from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvsmi_xml import parse_nvsmi_xml
 
 H100_BUS0 = '00000000:19:00.0'
 

@@ -19,7 +19,7 @@ import module_harness as harness
 # patch_module: an autouse fixture
 from module_harness import patch_module  # noqa: F401 pylint: disable=unused-import
 
-from ansible_collections.gpuops.node.plugins.module_utils import dcgm_alerts as A
+from ansible_collections.gpuops.node.plugins.module_utils.config import dcgm_alerts
 from ansible_collections.gpuops.node.plugins.modules import dcgm_alert_rules
 
 PROMTOOL = shutil.which('promtool')
@@ -45,7 +45,7 @@ def test_writes_then_changes_nothing(tmp_path):
     first = run(args)
     assert first['changed'] and first['alerts'][-1] == 'GpuSmUtilisationQuota' and first['checked'] is False
     with open(dest) as handle:
-        assert handle.read() == A.render_rules({'sm_util_max_percent': 90}, {'cluster': 'a'})
+        assert handle.read() == dcgm_alerts.render_rules({'sm_util_max_percent': 90}, {'cluster': 'a'})
     with open(args['tests_dest']) as handle:
         assert '- "../rules.yml"' in handle.read()
     assert stat.S_IMODE(os.stat(dest).st_mode) == 0o644

@@ -20,10 +20,10 @@ import module_harness as harness
 # patch_module: an autouse fixture
 from module_harness import patch_module  # noqa: F401 pylint: disable=unused-import
 
-from ansible_collections.gpuops.node.plugins.module_utils import dcgm_policy as P
+from ansible_collections.gpuops.node.plugins.module_utils.config import dcgm_policy as config_dcgm_policy
 from ansible_collections.gpuops.node.plugins.modules import dcgm_diag, dcgm_policy
 
-COLLECTIONS = os.path.abspath(os.path.join(os.path.dirname(P.__file__), '..', '..', '..', '..', '..'))
+COLLECTIONS = os.path.abspath(os.path.join(os.path.dirname(config_dcgm_policy.__file__), '..', '..', '..', '..', '..'))
 PASS = 'dcgmi/diag-r1-v100-pcie-pass-dcgm339.txt'
 FAIL = 'dcgmi/diag-r3-fail-early-h100-8gpu-FAIL-cuinit-no-fabricmanager.txt'
 CONNECTION = ('Error: unable to establish a connection to the specified host: localhost\n'
@@ -156,7 +156,7 @@ def test_diag_needs_a_level():
 FAKE_POLICY = '''#!%(python)s
 import json, os, sys
 sys.path.insert(0, %(collections)r)
-from ansible_collections.gpuops.node.plugins.module_utils import dcgm_policy as P
+from ansible_collections.gpuops.node.plugins.module_utils.config import dcgm_policy as config_dcgm_policy
 state, mode = %(state)r, %(mode)r
 args = sys.argv[1:]
 with open(state + '.calls', 'a') as log:
@@ -165,14 +165,14 @@ if os.path.exists(mode) and open(mode).read() == 'down':
     print('Error: unable to establish a connection to the specified host: localhost')
     print('Error: Unable to connect to host engine. Host engine connection invalid/disconnected.')
     sys.exit(1)
-policy = json.load(open(state)) if os.path.exists(state) else P.empty_policy()
+policy = json.load(open(state)) if os.path.exists(state) else config_dcgm_policy.empty_policy()
 if '--get' in args:
-    sys.stdout.write(P.render_policy_get(policy, int(args[args.index('-g') + 1])))
+    sys.stdout.write(config_dcgm_policy.render_policy_get(policy, int(args[args.index('-g') + 1])))
 elif '--clear' in args:
-    json.dump(P.empty_policy(), open(state, 'w'))
+    json.dump(config_dcgm_policy.empty_policy(), open(state, 'w'))
     print('Policy successfully cleared.')
 elif '--set' in args:
-    new = P.policy_from_set_argv(args)
+    new = config_dcgm_policy.policy_from_set_argv(args)
     if os.path.exists(mode) and open(mode).read() == 'drop-thermal':
         new['conditions'].pop('thermal', None)
     json.dump(new, open(state, 'w'))
@@ -204,8 +204,8 @@ def test_policy_set_read_back_then_unchanged(tmp_path):
     dcgmi = fake_policy(tmp_path)
     first = run(dcgm_policy, {'policy': WANTED, 'dcgmi': dcgmi}, diff=True)
     assert first['changed'] is True
-    assert first['before'] == P.empty_policy()
-    assert first['policy'] == first['after'] == P.validate(WANTED)[0]
+    assert first['before'] == config_dcgm_policy.empty_policy()
+    assert first['policy'] == first['after'] == config_dcgm_policy.validate(WANTED)[0]
     assert 'condition thermal = 90' in first['diff']['after']
     assert policy_calls(tmp_path) == ['policy -g 0 --get', 'policy -g 0 --clear',
                                       'policy -g 0 --set 0,0 -e -p -M 60 -T 90 -x', 'policy -g 0 --get']
@@ -218,7 +218,7 @@ def test_policy_check_mode_changes_nothing(tmp_path):
     dcgmi = fake_policy(tmp_path)
     result = run(dcgm_policy, {'policy': WANTED, 'dcgmi': dcgmi}, check_mode=True, diff=True)
     assert result['changed'] is True
-    assert result['policy'] == P.empty_policy()
+    assert result['policy'] == config_dcgm_policy.empty_policy()
     assert policy_calls(tmp_path) == ['policy -g 0 --get']
 
 
@@ -226,7 +226,7 @@ def test_policy_without_conditions_is_cleared(tmp_path):
     dcgmi = fake_policy(tmp_path)
     run(dcgm_policy, {'policy': WANTED, 'dcgmi': dcgmi})
     result = run(dcgm_policy, {'policy': {'conditions': {'dbe': False}}, 'dcgmi': dcgmi, 'group': 0})
-    assert result['changed'] is True and result['policy'] == P.empty_policy()
+    assert result['changed'] is True and result['policy'] == config_dcgm_policy.empty_policy()
     assert result['argv'] == [[dcgmi, 'policy', '-g', '0', '--clear']]
 
 
@@ -247,7 +247,7 @@ def test_policy_bad_data_refused_before_dcgmi_runs(tmp_path):
     dcgmi = fake_policy(tmp_path)
     result = run(dcgm_policy, {'policy': {'conditions': {'sm_utilization': 90, 'thermal': -1}}, 'dcgmi': dcgmi},
                  expect_fail=True)
-    assert result['errors'][0] == 'dcgm_policy.conditions.sm_utilization: ' + P.SM_UTIL_MESSAGE
+    assert result['errors'][0] == 'dcgm_policy.conditions.sm_utilization: ' + config_dcgm_policy.SM_UTIL_MESSAGE
     assert result['errors'][1].startswith('dcgm_policy.conditions.thermal: must be a whole number')
     assert policy_calls(tmp_path) == []
 

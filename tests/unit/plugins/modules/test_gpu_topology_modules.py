@@ -11,7 +11,7 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpuops.node.plugins.module_utils import gpu_topology_module
+from ansible_collections.gpuops.node.plugins.module_utils.topology import module_options
 from ansible_collections.gpuops.node.plugins.modules import gpu_topology_check, gpu_topology_facts
 from real_captures import PROFILES, extract_ttar, profile_text, real_text
 from module_harness import deprecations_of, executor_result
@@ -40,7 +40,7 @@ class Recorded(object):
 def run_module(mod, monkeypatch, capsys, args, outputs, binaries=('nvidia-smi',)):
     """Run a module with nvidia-smi (and the package tools in ``binaries``) answering from ``outputs``."""
     recorded = Recorded(outputs)
-    monkeypatch.setattr(gpu_topology_module, 'run_bounded', recorded)
+    monkeypatch.setattr(module_options, 'run_bounded', recorded)
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path',
                         lambda self, name, required=False, opt_dirs=None: '/usr/bin/' + name if name in binaries else None)
     with patch_module_args(args):
@@ -303,7 +303,7 @@ def test_a_child_holding_the_output_does_not_discard_a_finished_answer(tmp_path)
     smi = tmp_path / 'nvidia-smi'
     smi.write_text('#!/bin/sh\ncat %s\nsleep 30 &\nexit 0\n' % xml)
     smi.chmod(0o755)
-    rc, out, err, timed_out = gpu_topology_module.run_bounded([str(smi), '-q', '-x'], 1)
+    rc, out, err, timed_out = module_options.run_bounded([str(smi), '-q', '-x'], 1)
     assert (rc, timed_out) == (0, False)
     assert out.decode('utf-8') == xml.read_text()
     assert err.endswith(b'exited 0 but a process it started kept its output open; stopped after 1 s')

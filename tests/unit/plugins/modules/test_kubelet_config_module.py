@@ -13,7 +13,7 @@ from module_harness import patch_module, run  # noqa: F401 pylint: disable=unuse
 
 from ansible.module_utils import basic
 
-from ansible_collections.gpuops.node.plugins.module_utils import kubelet_conf
+from ansible_collections.gpuops.node.plugins.module_utils.config import kubelet as config_kubelet
 from ansible_collections.gpuops.node.plugins.modules import kubelet_config
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -220,5 +220,5 @@ def test_drop_in_refuses_a_broken_drop_in(tree):
 
 def test_written_files_load_back(tree):
     run(kubelet_config, _args(tree, settings={'kubeReserved': {'cpu': '1', 'memory': '2Gi'}, 'featureGates': {'A': True}}))
-    doc = kubelet_conf.load(_read(tree['path']))
+    doc = config_kubelet.load(_read(tree['path']))
     assert doc['kubeReserved'] == {'cpu': '1', 'memory': '2Gi'} and doc['featureGates'] == {'A': True}

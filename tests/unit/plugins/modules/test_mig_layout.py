@@ -256,7 +256,7 @@ def test_a_failed_destroy_stops_before_the_mode_change(h100):
 
 def _instances(sim, bus):
     """GPU-instance profile names of one GPU, as nvidia-smi mig -lgi lists them."""
-    from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_mig import parse_lgi
+    from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvsmi_mig import parse_lgi
     result = sim.nvsmi('mig', '-i', bus, '-lgi')
     return sorted(r['name'] for r in parse_lgi(result.out)) if result.rc == 0 else []
 
@@ -462,7 +462,7 @@ def test_an_absent_nvidia_smi_path_is_named(h100, tmp_path):
 @pytest.fixture
 def unknown_model(h100, monkeypatch):
     """The H100 node as a model whose profiles are not known while MIG is off."""
-    from ansible_collections.gpuops.node.plugins.module_utils import mig_profiles
+    from ansible_collections.gpuops.node.plugins.module_utils.node import mig_profiles
     monkeypatch.setattr(mig_profiles, 'KNOWN', {})
     return h100.inprocess()
 

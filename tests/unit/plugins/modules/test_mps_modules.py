@@ -14,7 +14,7 @@ from module_harness import patch_module, run  # noqa: F401 pylint: disable=unuse
 
 from ansible.module_utils import basic
 
-from ansible_collections.gpuops.node.plugins.module_utils.nvsmi_xml import parse_nvsmi_xml
+from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvsmi_xml import parse_nvsmi_xml
 from ansible_collections.gpuops.node.plugins.modules import gpu_compute_mode, mps_plan
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', 'simulator'))

@@ -8,7 +8,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpuops.node.plugins.modules import nccl_plan as M
+from ansible_collections.gpuops.node.plugins.modules import nccl_plan as module_nccl_plan
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 with open(os.path.join(ROOT, 'roles', 'nccl', 'defaults', 'main.yml')) as _handle:
@@ -57,8 +57,8 @@ class FakeModule(object):
 
 def test_plan_of_a_node():
     module = FakeModule()
-    result = M.plan(_params(nccl_version='2.23.4', nccl_tests_build=True, nccl_test_min_busbw_gbps=40),
-                    lambda packages, url: M.read_packages(module, packages, url))
+    result = module_nccl_plan.plan(_params(nccl_version='2.23.4', nccl_tests_build=True, nccl_test_min_busbw_gbps=40),
+                    lambda packages, url: module_nccl_plan.read_packages(module, packages, url))
     assert result['errors'] == []
     assert result['ib_hca'] == ['mlx5_0:1', 'mlx5_1:1']
     assert 'NCCL_IB_HCA==mlx5_0:1,mlx5_1:1' in result['conf_lines']
@@ -72,7 +72,7 @@ def test_only_the_mirror_counts():
     module = FakeModule()
     params = _params(nccl_version='2.23.4')
     params['repo_url'] = 'file:///srv/repo/'
-    result = M.plan(params, lambda packages, url: M.read_packages(module, packages, url))
+    result = module_nccl_plan.plan(params, lambda packages, url: module_nccl_plan.read_packages(module, packages, url))
     assert result['package_version'] is None
     assert result['errors'] == ['nccl_version: apt offers no libnccl2 2.23.4 built for CUDA 12 (offered: '
                                 '2.26.2-1+cuda12.8); choose a version built for the driver\'s CUDA major, or set '
@@ -81,7 +81,7 @@ def test_only_the_mirror_counts():
 
 def test_bad_values_stop_before_apt_is_read():
     calls = []
-    result = M.plan(_params(nccl_test_min_busbw_gbps=-1, nccl_ib_hcas=['ib*']),
+    result = module_nccl_plan.plan(_params(nccl_test_min_busbw_gbps=-1, nccl_ib_hcas=['ib*']),
                     lambda packages, url: calls.append(packages))
     assert calls == []
     assert [e.split(' ')[0] for e in result['errors']] == ['nccl_test_min_busbw_gbps', 'nccl_ib_hcas:']
@@ -91,12 +91,12 @@ def test_bad_values_stop_before_apt_is_read():
 def test_without_packages_nothing_is_read():
     params = _params()
     params['packages'] = []
-    result = M.plan(params, lambda packages, url: 1 / 0)
+    result = module_nccl_plan.plan(params, lambda packages, url: 1 / 0)
     assert result['errors'] == [] and result['package_version'] is None
 
 
 @pytest.mark.parametrize('gate', [{'nccl_tests_build': True}, {'nccl_test_command': 'all_reduce_perf -g 2'}])
 def test_a_gate_without_a_threshold_is_refused(gate):
     module = FakeModule()
-    result = M.plan(_params(nccl_version='2.23.4', **gate), lambda packages, url: M.read_packages(module, packages, url))
+    result = module_nccl_plan.plan(_params(nccl_version='2.23.4', **gate), lambda packages, url: module_nccl_plan.read_packages(module, packages, url))
     assert [e for e in result['errors'] if e.startswith('nccl_test_min_busbw_gbps: the gate runs nccl-tests')]

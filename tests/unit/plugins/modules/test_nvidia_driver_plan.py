@@ -5,7 +5,7 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.gpuops.node.plugins.modules import nvidia_driver_plan as M
+from ansible_collections.gpuops.node.plugins.modules import nvidia_driver_plan as module_nvidia_driver_plan
 
 STATUS = ('nvidia-current/535.261.03, 6.1.0-40-amd64, x86_64: installed\n'
           'nvidia-current/535.261.03, 6.1.0-41-amd64, x86_64: built\n')
@@ -28,21 +28,21 @@ def test_make_log_errors_count_for_the_kernel_the_node_boots(tmp_path, monkeypat
     build = tmp_path / 'nvidia-current' / '535.261.03' / 'build'
     build.mkdir(parents=True)
     (build / 'make.log').write_text(LOG)
-    monkeypatch.setattr(M, 'DKMS_TREE', str(tmp_path))
-    entries, errors = M.read_dkms(FakeModule(), ['nvidia-current'], '6.1.0-40-amd64')
+    monkeypatch.setattr(module_nvidia_driver_plan, 'DKMS_TREE', str(tmp_path))
+    entries, errors = module_nvidia_driver_plan.read_dkms(FakeModule(), ['nvidia-current'], '6.1.0-40-amd64')
     assert [(e['kernel'], e['status']) for e in entries] == [('6.1.0-40-amd64', 'installed'), ('6.1.0-41-amd64', 'built')]
     assert errors == {}
     # installed for another kernel only: the build log of the kernel the node boots next is reported
-    entries, errors = M.read_dkms(FakeModule(), ['nvidia-current'], '6.1.0-41-amd64')
+    entries, errors = module_nvidia_driver_plan.read_dkms(FakeModule(), ['nvidia-current'], '6.1.0-41-amd64')
     assert errors == {'nvidia-current/535.261.03': [LOG.strip()]}
 
 
 def test_boot_kernels_newest_without_rescue(tmp_path, monkeypatch):
     for name in ('vmlinuz-6.1.0-9-amd64', 'vmlinuz-6.1.0-10-amd64', 'vmlinuz-0-rescue-abc', 'config-6.1.0-10-amd64'):
         (tmp_path / name).write_text('')
-    monkeypatch.setattr(M, 'BOOT', str(tmp_path))
-    assert M.boot_kernels('6.1.0-9-amd64') == {'boot': '6.1.0-10-amd64', 'running': '6.1.0-9-amd64',
+    monkeypatch.setattr(module_nvidia_driver_plan, 'BOOT', str(tmp_path))
+    assert module_nvidia_driver_plan.boot_kernels('6.1.0-9-amd64') == {'boot': '6.1.0-10-amd64', 'running': '6.1.0-9-amd64',
                                                'headers_for': ['6.1.0-9-amd64', '6.1.0-10-amd64']}
-    assert M.boot_kernels('6.18.44-host')['headers_for'] == ['6.1.0-10-amd64']
-    monkeypatch.setattr(M, 'BOOT', os.path.join(str(tmp_path), 'absent'))
-    assert M.boot_kernels('6.18.44-host') == {'boot': None, 'running': '6.18.44-host', 'headers_for': []}
+    assert module_nvidia_driver_plan.boot_kernels('6.18.44-host')['headers_for'] == ['6.1.0-10-amd64']
+    monkeypatch.setattr(module_nvidia_driver_plan, 'BOOT', os.path.join(str(tmp_path), 'absent'))
+    assert module_nvidia_driver_plan.boot_kernels('6.18.44-host') == {'boot': None, 'running': '6.18.44-host', 'headers_for': []}

@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpuops.node.plugins.module_utils import rdma_settings as S
-from ansible_collections.gpuops.node.plugins.modules import rdma_settings as M
+from ansible_collections.gpuops.node.plugins.module_utils.config import rdma_settings as config_rdma_settings
+from ansible_collections.gpuops.node.plugins.modules import rdma_settings as module_rdma_settings
 
 SETTINGS = {'priority': 3, 'dscp': 26, 'tos': 106, 'cnp_dscp': 48, 'cnp_priority': 6}
 ENTRY = {'hca': 'rocep1s0f0', 'netdev': 'enp1s0f0np0', 'ports': [1]}
@@ -67,12 +67,12 @@ class FakeDcb(object):
 
 def _pass(tmp_path, dcb, write=True):
     dcb.params['sysfs_root'] = str(tmp_path)
-    runner = M.Runner(dcb, 'dcb', None)
-    items = M.read_items(dcb, runner, dict(ENTRY), SETTINGS)
-    changed = [i for i in items if S.differs(i)]
+    runner = module_rdma_settings.Runner(dcb, 'dcb', None)
+    items = module_rdma_settings.read_items(dcb, runner, dict(ENTRY), SETTINGS)
+    changed = [i for i in items if config_rdma_settings.differs(i)]
     if write:
         for item in changed:
-            M.write_item(dcb, runner, item)
+            module_rdma_settings.write_item(dcb, runner, item)
     return items, changed
 
 
@@ -92,7 +92,7 @@ def test_reads_compares_writes_only_differences_and_converges(tmp_path):
     assert ['dcb', 'pfc', 'set', 'dev', 'enp1s0f0np0', 'prio-pfc', 'all:off', '3:on'] in dcb.calls
     items, changed = _pass(tmp_path, dcb)
     assert changed == []
-    assert 'rocep1s0f0 enp1s0f0np0 pfc = PFC on 3\n' in S.diff_text(items, 'before')
+    assert 'rocep1s0f0 enp1s0f0np0 pfc = PFC on 3\n' in config_rdma_settings.diff_text(items, 'before')
 
 
 def test_rdma_cm_group_is_created_when_absent(tmp_path):
@@ -101,7 +101,7 @@ def test_rdma_cm_group_is_created_when_absent(tmp_path):
     items, changed = _pass(tmp_path, dcb, write=False)
     tos = [i for i in items if i['name'] == 'rdma_cm/ports/1/default_roce_tos'][0]
     assert tos['before'] is None and tos in changed
-    assert S.show(tos, 'before') == '(unreadable)'
+    assert config_rdma_settings.show(tos, 'before') == '(unreadable)'
 
 
 def test_an_interface_without_ecn_gets_everything_but_dcqcn(tmp_path):
@@ -111,10 +111,10 @@ def test_an_interface_without_ecn_gets_everything_but_dcqcn(tmp_path):
     dcb = FakeDcb()
     dcb.params['sysfs_root'] = str(tmp_path)
     entry = dict(ENTRY)
-    items = M.read_items(dcb, M.Runner(dcb, 'dcb', None), entry, SETTINGS)
+    items = module_rdma_settings.read_items(dcb, module_rdma_settings.Runner(dcb, 'dcb', None), entry, SETTINGS)
     assert entry['ecn'] is False
     assert sorted(i['name'] for i in items) == ['dscp-prio', 'pfc', 'rdma_cm/ports/1/default_roce_tos']
-    assert '/ecn/' not in S.boot_script(str(tmp_path), [entry], SETTINGS, [], False, '# test')
+    assert '/ecn/' not in config_rdma_settings.boot_script(str(tmp_path), [entry], SETTINGS, [], False, '# test')
 
 
 def test_no_rdma_cm_configfs_fails_naming_it(tmp_path):
@@ -123,14 +123,14 @@ def test_no_rdma_cm_configfs_fails_naming_it(tmp_path):
     dcb = FakeDcb()
     dcb.params['sysfs_root'] = str(tmp_path)
     with pytest.raises(AssertionError, match='configfs is not mounted or rdma_cm is not loaded'):
-        M.read_items(dcb, M.Runner(dcb, 'dcb', None), dict(ENTRY), SETTINGS)
+        module_rdma_settings.read_items(dcb, module_rdma_settings.Runner(dcb, 'dcb', None), dict(ENTRY), SETTINGS)
 
 
 @pytest.mark.parametrize('flags, before', [('0x1003', 'up'), ('0x1002', 'down'), ('junk', None)])
 def test_ipoib_down_item(flags, before):
-    item = S.ipoib_down_item('/sys', 'mlx5_0', 'ibp24s0', flags)
+    item = config_rdma_settings.ipoib_down_item('/sys', 'mlx5_0', 'ibp24s0', flags)
     assert item['before'] == before and item['after'] == 'down'
-    assert S.differs(item) == (before != 'down')
+    assert config_rdma_settings.differs(item) == (before != 'down')
 
 
 def test_boot_script_sets_the_same_values(tmp_path):
@@ -146,7 +146,7 @@ def test_boot_script_sets_the_same_values(tmp_path):
     (bin_dir / 'dcb').write_text('#!/bin/sh\necho "$*" >> %s\n' % log)
     os.chmod(str(bin_dir / 'dcb'), 0o755)
     script = tmp_path / 'apply'
-    script.write_text(S.boot_script(str(tmp_path), [ENTRY], SETTINGS, ['mlx5_0'], False, '# test'))
+    script.write_text(config_rdma_settings.boot_script(str(tmp_path), [ENTRY], SETTINGS, ['mlx5_0'], False, '# test'))
     env = dict(os.environ, PATH='%s:%s' % (bin_dir, os.environ['PATH']))
     # the script goes on after a failure and exits 1: a port whose rdma_cm group is missing is reported
     subprocess.check_call(['sh', str(script)], env=env)

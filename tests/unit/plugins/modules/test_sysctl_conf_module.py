@@ -172,14 +172,14 @@ def test_a_value_the_kernel_refuses(node):
 
 
 def test_an_invalid_argument_puts_back_the_values_set_before_it(node, monkeypatch):
-    from ansible_collections.gpuops.node.plugins.module_utils import sysctl_conf as utils
+    from ansible_collections.gpuops.node.plugins.module_utils.config import sysctl as config_sysctl
 
     def refuse(path, value):
         if path.endswith('tcp_rmem'):
             raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
         return write_value(path, value)
-    write_value = utils.write_value
-    monkeypatch.setattr(utils, 'write_value', refuse)
+    write_value = config_sysctl.write_value
+    monkeypatch.setattr(config_sysctl, 'write_value', refuse)
     result = run(sysctl_conf, node.args(settings={'net.ipv4.tcp_rmem': '4096 87380 1'}), expect_fail=True)
     assert result['msg'] == 'sysctl_settings: the kernel refused net.ipv4.tcp_rmem = 4096 87380 1 (Invalid argument)'
     assert not os.path.exists(node.path(OURS))

@@ -1,0 +1,292 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.node contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What the nvidia_driver role will do to a node, decided before it changes anything.
+
+``plan(request, node)`` takes the role's variables and what was read from the node (the bare-node facts of
+``gpu_topology``, the versions the repositories offer, the installed and held packages) and returns the plan:
+the kernel module flavour, the target version, the action (install, upgrade, downgrade, switch, none), the
+package specs, what to unhold and hold, and the fabric manager. A request that cannot be honoured raises
+``PlanError`` naming the variable, so the role stops before the first change.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible_collections.gpuops.node.plugins.module_utils.node import nvidia_pci
+from ansible_collections.gpuops.node.plugins.module_utils import versions as V
+from ansible_collections.gpuops.node.plugins.module_utils.node.packages import upstream
+
+FLAVOURS = ('open', 'proprietary')
+OPEN_FIRST = 'Turing'          # open kernel modules support Turing and later GPUs
+OPEN_ONLY = 'Blackwell'        # and are the only modules for Blackwell
+OPEN_SINCE_BRANCH = 515        # the first branch that ships open kernel modules
+
+
+class PlanError(Exception):
+    """A request the role must refuse; ``variable`` names the role variable to change."""
+
+    def __init__(self, variable, message):
+        super(PlanError, self).__init__('%s: %s' % (variable, message))
+        self.variable = variable
+
+
+def _rank(architecture):
+    try:
+        return nvidia_pci.ORDER.index(architecture)
+    except ValueError:
+        return None
+
+
+def choose_flavour(requested, pci_gpus, branch):
+    """(flavour, reason) for ``nvidia_driver_kernel_module``: open, proprietary or auto."""
+    archs = sorted(set(g.get('architecture') for g in pci_gpus or [] if g.get('architecture')),
+                   key=lambda a: _rank(a) if _rank(a) is not None else -1)
+    unknown = sorted(set(g.get('device_id') or '?' for g in pci_gpus or [] if not g.get('architecture')))
+    old = [a for a in archs if _rank(a) is not None and _rank(a) < _rank(OPEN_FIRST)]
+    new = [a for a in archs if a == OPEN_ONLY]
+    if branch is not None and int(branch) < OPEN_SINCE_BRANCH and (requested == 'open' or new):
+        raise PlanError('nvidia_driver_kernel_module',
+                        'open kernel modules start with branch %d, the target is branch %s' % (OPEN_SINCE_BRANCH, branch))
+    if old and new:
+        raise PlanError('nvidia_driver_kernel_module',
+                        'this node mixes %s GPUs (proprietary modules only) with %s GPUs (open modules only): '
+                        'no kernel module drives both' % ('/'.join(old), '/'.join(new)))
+    if requested == 'open':
+        if old:
+            raise PlanError('nvidia_driver_kernel_module',
+                            'open kernel modules do not support the %s GPUs on this node (they need %s or later); '
+                            'use proprietary' % ('/'.join(old), OPEN_FIRST))
+        return 'open', 'requested'
+    if requested == 'proprietary':
+        if new:
+            raise PlanError('nvidia_driver_kernel_module',
+                            '%s GPUs need the open kernel modules; use open or auto' % OPEN_ONLY)
+        return 'proprietary', 'requested'
+    if requested != 'auto':
+        raise PlanError('nvidia_driver_kernel_module', 'must be open, proprietary or auto, not %r' % (requested,))
+    if not archs and not unknown:
+        raise PlanError('nvidia_driver_kernel_module',
+                        'auto needs an NVIDIA GPU on the PCI bus to decide, and none was found: set open or proprietary')
+    if unknown and not archs:
+        raise PlanError('nvidia_driver_kernel_module',
+                        'auto cannot tell the architecture of PCI device id(s) %s: set open or proprietary'
+                        % ', '.join(unknown))
+    if old:
+        return 'proprietary', '%s GPUs predate %s' % ('/'.join(old), OPEN_FIRST)
+    return 'open', '%s GPUs: open kernel modules' % '/'.join(archs)
+
+
+def choose_version(available, branch, version, variable_hint):
+    """The package version to install among ``available`` (full package versions, any order)."""
+    if not available:
+        raise PlanError(variable_hint, 'no version of the driver package is available from the configured source')
+    ordered = sorted(set(available), key=V.DpkgKey, reverse=True)
+    if version:
+        match = [v for v in ordered if upstream(v) == version]
+        if not match:
+            raise PlanError('nvidia_driver_version', '%s is not available; the source offers %s'
+                            % (version, ', '.join(sorted(set(upstream(v) for v in ordered), key=V.DpkgKey))))
+        return match[0]
+    if branch:
+        match = [v for v in ordered if V.branch_of(upstream(v) or '') == branch]
+        if not match:
+            raise PlanError('nvidia_driver_branch', 'no %s driver is available; the source offers branches %s'
+                            % (branch, ', '.join(sorted(set(V.branch_of(upstream(v) or '') or '?' for v in ordered)))))
+        return match[0]
+    return ordered[0]
+
+
+def _flavour_packages(packages):
+    """Packages of one flavour only: {flavour: [names]}."""
+    both = set(packages['open']) & set(packages['proprietary'])
+    return dict((f, [p for p in packages[f] if p not in both]) for f in FLAVOURS)
+
+
+def installed_flavour(packages, installed):
+    own = _flavour_packages(packages)
+    found = [f for f in FLAVOURS if any(p in installed for p in own[f])]
+    return found[0] if len(found) == 1 else (None if not found else 'both')
+
+
+def expand_packages(packages, branch, source=None):
+    """The package lists with ``{branch}`` replaced; a PlanError when a name needs a branch and none is known."""
+    names = [n for f in FLAVOURS for n in packages[f]]
+    if any('{branch}' in n for n in names) and branch is None:
+        raise PlanError('nvidia_driver_branch', 'the %s packages of this OS are named by branch (%s): set '
+                        'nvidia_driver_branch or nvidia_driver_version' % (source or 'driver', names[0]))
+    return dict((f, [n.format(branch=branch) for n in packages[f]]) for f in FLAVOURS)
+
+
+def current_package_version(packages, installed, flavour):
+    """The installed driver's package version: the chosen flavour's lead package, else the other flavour's, else
+    a package both flavours share (None when no driver package is installed)."""
+    other = 'open' if flavour == 'proprietary' else 'proprietary'
+    shared = [p for p in packages[flavour] if p in packages[other]]
+    for name in [packages[flavour][0], packages[other][0]] + shared:
+        if installed.get(name):
+            return installed[name]
+    return None
+
+
+def check_request(request, facts):
+    """Check the request against itself and the node's GPUs, before anything is read from the package manager.
+
+    Returns ``(packages, flavour, reason)``: the package lists for the branch, the kernel module flavour and why.
+    """
+    packages = request['packages']
+    branch = request.get('branch') or None
+    version = request.get('version') or None
+    if version and not V.is_driver_version(version):
+        raise PlanError('nvidia_driver_version', 'must look like 550.163.01, not %r' % version)
+    if branch and not V.is_branch(branch):
+        raise PlanError('nvidia_driver_branch', 'must be three digits like "550", not %r' % branch)
+    if version and branch and V.branch_of(version) != branch:
+        raise PlanError('nvidia_driver_version', '%s is not in nvidia_driver_branch %s' % (version, branch))
+    target_branch = branch or (V.branch_of(version) if version else None)
+    packages = expand_packages(packages, target_branch, request.get('source'))
+    flavour, reason = choose_flavour(request['kernel_module'], (facts or {}).get('pci_gpus'), target_branch)
+    return packages, flavour, reason
+
+
+def guard_processes(facts, current_version, action):
+    """Refuse to change a driver that is in use: GPU processes run, or a module is loaded and nvidia-smi cannot say
+    which processes run (a version mismatch, a wedged GPU). A driver this source did not install counts too."""
+    present = current_version or facts.get('driver_installed_version') or facts.get('kernel_module')
+    if not present:
+        return
+    what = current_version or facts.get('driver_installed_version') or facts.get('driver_version') or 'loaded'
+    processes = facts.get('gpu_processes') or []
+    if processes:
+        raise PlanError('nvidia_driver_force',
+                        'GPU processes are running (%s): refusing to %s the installed driver %s; stop them, or set '
+                        'nvidia_driver_force: true'
+                        % (', '.join('pid %s %s on GPU %s' % (p.get('pid'), p.get('name'), p.get('gpu'))
+                                     for p in processes), action, what))
+    if facts.get('kernel_module') and not facts.get('driver_loaded'):
+        error = facts.get('driver_error') or {}
+        raise PlanError('nvidia_driver_force',
+                        'the NVIDIA kernel module is loaded but nvidia-smi cannot list the GPU processes (%s): '
+                        'refusing to %s the driver %s without knowing whether GPUs are in use; set '
+                        'nvidia_driver_force: true to go on' % (error.get('message') or error.get('kind') or 'no answer',
+                                                                action, what))
+
+
+def plan(request, node):
+    """The role's plan; see the module documentation of nvidia_driver_plan for every key."""
+    facts = node.get('facts') or {}
+    installed = node.get('installed') or {}
+    branch = request.get('branch') or None
+    version = request.get('version') or None
+    packages, flavour, reason = check_request(request, facts)
+    names = packages[flavour]
+    available = node.get('available') or {}
+    target = choose_version(available.get(flavour) or [], branch, version,
+                            'nvidia_driver_version' if version else 'nvidia_driver_branch' if branch
+                            else 'nvidia_driver_source')
+    target_version = upstream(target)
+    if flavour == 'open' and int(V.branch_of(target_version) or 0) < OPEN_SINCE_BRANCH:
+        raise PlanError('nvidia_driver_kernel_module', 'open kernel modules start with branch %d, the source offers %s'
+                        % (OPEN_SINCE_BRANCH, target_version))
+    current = current_package_version(packages, installed, flavour)
+    current_version = upstream(current) if current else None
+    current_flavour = installed_flavour(packages, installed)
+    other = _flavour_packages(packages)['open' if flavour == 'proprietary' else 'proprietary']
+    if current is None:
+        action = 'install'
+    else:
+        order = V.dpkg_compare(target, current)
+        action = 'upgrade' if order > 0 else 'downgrade' if order < 0 else (
+            'switch' if current_flavour != flavour or any(installed.get(p) != target for p in names) else 'none')
+    if action == 'downgrade' and not request.get('allow_downgrade'):
+        raise PlanError('nvidia_driver_allow_downgrade',
+                        'the installed driver %s is newer than the requested %s; a downgrade needs '
+                        'nvidia_driver_allow_downgrade: true' % (current_version, target_version))
+    if action != 'none' and not request.get('force'):
+        guard_processes(facts, current_version, action)
+    fabric = fabricmanager(request, facts, node, target_version)
+    fm_install, fm_remove = fabricmanager_changes(fabric, installed)
+    extra_install, extra_hold = extras(request.get('extra_packages'), installed, target, action)
+    install = (['%s=%s' % (name, target) for name in names] if action != 'none' else []) + extra_install + fm_install
+    remove = sorted(set(p for p in other if p in installed) | set(fm_remove))
+    touched = set(spec.split('=')[0] for spec in install) | set(remove)
+    result = {
+        'kernel_module': flavour,
+        'kernel_module_reason': reason,
+        'target_version': target_version,
+        'target_package_version': target,
+        'installed_version': current_version,
+        'installed_package_version': current,
+        'installed_kernel_module': current_flavour,
+        'action': action,
+        'install': install,
+        'remove': remove,
+        'unhold': sorted(touched & set(node.get('held') or [])),
+        'hold': list(names) + extra_hold + ([fabric['package']] if fabric.get('wanted') else []),
+        'fabricmanager': fabric,
+        'loaded_version': facts.get('driver_version') if facts.get('kernel_module') else None,
+    }
+    return result
+
+
+def fabricmanager_name(entries, branch):
+    """The fabric manager package of ``branch``: the first of ``entries`` ({name, since_branch}) it reaches."""
+    for entry in entries or []:
+        if branch is not None and int(branch) >= int(entry.get('since_branch') or 0):
+            return entry['name'].format(branch=branch)
+    return None
+
+
+def fabricmanager(request, facts, node, target_version):
+    """Whether the fabric manager is wanted, its package and the package version (exactly the driver's)."""
+    mode = request.get('fabricmanager') or 'auto'
+    count = facts.get('nvswitch_count')
+    if mode == 'auto' and count is None:
+        raise PlanError('nvidia_driver_fabricmanager',
+                        'auto needs the NVSwitch count from the PCI bus, which could not be read (check '
+                        'nvidia_driver_sysfs_root); set present or absent')
+    wanted = mode == 'present' or (mode == 'auto' and bool(count))
+    result = {'wanted': wanted, 'nvswitch_count': count, 'package_version': None,
+              'package': fabricmanager_name(request.get('fabricmanager_packages'), V.branch_of(target_version))}
+    if not wanted:
+        return result
+    if not result['package']:
+        raise PlanError('nvidia_driver_source', 'this node has %s NVSwitch(es) and needs the fabric manager, which '
+                        'this source does not package; use cuda_repo or mirror, or set '
+                        'nvidia_driver_fabricmanager: absent' % (count,))
+    offered = [v for v in (node.get('fabricmanager_available') or {}).get(result['package']) or []
+               if upstream(v) == target_version]
+    if not offered:
+        raise PlanError('nvidia_driver_fabricmanager',
+                        '%s %s (the driver\'s version) is not available from the source; the fabric manager must '
+                        'match the driver exactly' % (result['package'], target_version))
+    result['package_version'] = sorted(offered, key=V.DpkgKey)[-1]
+    return result
+
+
+def extras(entries, installed, target, action):
+    """(install specs, hold names) of the extra packages ({name, versioned}): a versioned one follows the driver's
+    package version, another is installed when missing and left to its own version."""
+    install, hold = [], []
+    for entry in entries or []:
+        name = entry['name']
+        if entry.get('versioned'):
+            hold.append(name)
+            if action != 'none' or installed.get(name) != target:
+                install.append('%s=%s' % (name, target))
+        elif name not in installed:
+            install.append(name)
+    return install, hold
+
+
+def fabricmanager_changes(fabric, installed):
+    """(install specs, remove names) for the fabric manager package."""
+    package = fabric.get('package')
+    if not package:
+        return [], []
+    if fabric['wanted']:
+        if installed.get(package) != fabric['package_version']:
+            return ['%s=%s' % (package, fabric['package_version'])], []
+        return [], []
+    return [], [package] if package in installed else []
