@@ -42,20 +42,20 @@ def _importable():
 
 def node_records(work):
     """{fault or None: (record template, topology)} of the H100 profile, healthy and with each fault."""
-    from simulator import bundle as B
-    from simulator import faults as F
+    from simulator import bundle
+    from simulator import faults
     from ansible_collections.gpuops.node.plugins.module_utils.report.html import drawing_from_topology
     from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle
     from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import check_profile
 
     out = {}
     for fault, params in ((None, {}),) + FAULTS:
-        tree = B.read_profile(os.path.join(ROOT, 'simulator', 'profiles', PROFILE))
-        meta = B.load_yaml(B.text(tree, 'profile.yml'))
+        tree = bundle.read_profile(os.path.join(ROOT, 'simulator', 'profiles', PROFILE))
+        meta = bundle.load_yaml(bundle.text(tree, 'profile.yml'))
         if fault:
-            F.FAULTS[fault].apply(tree, **params)
+            faults.FAULTS[fault].apply(tree, **params)
         target = os.path.join(work, fault or 'healthy')
-        B.write_tree(tree, target)
+        bundle.write_tree(tree, target)
         topology = gather_bundle(target)
         failures = check_profile(topology, meta['expected_node_class'])
         record = {'host': None, 'rack': None, 'node_class': meta['node_class'],

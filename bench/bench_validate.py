@@ -37,13 +37,13 @@ EVERY = 50          # 2 % of the hosts with the fault
 
 def write_bundles(work):
     """The healthy bundle and the faulty one, each written once; and the node class profile."""
-    from simulator import bundle as B
-    from simulator import faults as F
-    tree = B.read_profile(os.path.join(ROOT, 'simulator', 'profiles', PROFILE))
-    profile = B.load_yaml(B.text(tree, 'profile.yml'))['expected_node_class']
-    B.write_tree(tree, os.path.join(work, 'bundles', 'healthy'))
-    F.FAULTS[FAULT[0]].apply(tree, **FAULT[1])
-    B.write_tree(tree, os.path.join(work, 'bundles', 'faulty'))
+    from simulator import bundle
+    from simulator import faults
+    tree = bundle.read_profile(os.path.join(ROOT, 'simulator', 'profiles', PROFILE))
+    profile = bundle.load_yaml(bundle.text(tree, 'profile.yml'))['expected_node_class']
+    bundle.write_tree(tree, os.path.join(work, 'bundles', 'healthy'))
+    faults.FAULTS[FAULT[0]].apply(tree, **FAULT[1])
+    bundle.write_tree(tree, os.path.join(work, 'bundles', 'faulty'))
     return profile
 
 

@@ -2,7 +2,7 @@
 # Copyright: gpuops.node contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The RDMA part of the profile derivation (simulator/build_profiles.py calls ``add_rdma``).
+"""The RDMA part of the profile derivation (simulator/build_profiles/ calls ``add_rdma``).
 
 For every HCA of a profile: the port counters (``counters/``, ``hw_counters/``) from the real mlx5
 capture, the Ethernet netdev of an Ethernet-link-layer HCA (``bus/pci/devices/<slot>/net/<netdev>``
@@ -22,14 +22,14 @@ import re
 import sys
 
 try:
-    from . import bundle as B
-    from . import sim_dcb as DCB
-    from . import sim_rdma as R
+    from . import bundle
+    from . import sim_dcb
+    from . import sim_rdma
 except ImportError:  # run as a script, or from a copy of the directory under another name
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import bundle as B  # noqa: E402
-    import sim_dcb as DCB  # noqa: E402
-    import sim_rdma as R  # noqa: E402
+    import bundle  # noqa: E402
+    import sim_dcb  # noqa: E402
+    import sim_rdma  # noqa: E402
 
 REAL = 'tests/fixtures/real'
 SRC_MLX5_COUNTERS = REAL + '/ib-sysfs/procfs-fixture-mlx5_0-connectx4-ib-counters-hw_counters.ttar'
@@ -87,7 +87,7 @@ def read_real(repo, rel):
 
 def captured_counters(repo):
     """(counters, hw_counters, rate text) of the captured mlx5_0 port 1."""
-    tree = B.load_ttar(read_real(repo, SRC_MLX5_COUNTERS))
+    tree = bundle.load_ttar(read_real(repo, SRC_MLX5_COUNTERS))
     base = 'class/infiniband/mlx5_0/ports/1/'
     groups = {'counters': {}, 'hw_counters': {}}
     for rel, value in tree.items():
@@ -161,27 +161,27 @@ def ipoib_address(guid):
 
 def port_counters(tree, hca, rate_text, captured):
     counters, hw_counters, captured_rate = captured
-    rate, base_rate = R.rate_gbps(rate_text), R.rate_gbps(captured_rate)
+    rate, base_rate = sim_rdma.rate_gbps(rate_text), sim_rdma.rate_gbps(captured_rate)
     base = 'sys/class/infiniband/%s/ports/1/' % hca
     for group, values in (('counters', counters), ('hw_counters', hw_counters)):
         for name, value in sorted(values.items()):
             if name in TRAFFIC:
                 value = int(value * rate) // int(base_rate)
-            B.put_text(tree, base + '%s/%s' % (group, name), '%d\n' % value)
+            bundle.put_text(tree, base + '%s/%s' % (group, name), '%d\n' % value)
 
 
 def ethernet_netdev(tree, address, netdev, operstate, mac):
     base = 'sys/bus/pci/devices/%s/net/%s/' % (address, netdev)
-    for name, value in (('type', '%d' % R.ARPHRD_ETHER), ('operstate', operstate), ('flags', R.NETDEV_FLAGS_UP),
+    for name, value in (('type', '%d' % sim_rdma.ARPHRD_ETHER), ('operstate', operstate), ('flags', sim_rdma.NETDEV_FLAGS_UP),
                         ('address', mac), ('dev_port', '0')):
-        B.put_text(tree, base + name, value + '\n')
+        bundle.put_text(tree, base + name, value + '\n')
     for point in ('roce_rp', 'roce_np'):
         for prio in range(8):
-            B.put_text(tree, base + 'ecn/%s/enable/%d' % (point, prio), R.ECN_ENABLE_DEFAULT + '\n')
-    for name, value in R.ECN_NP_DEFAULTS:
-        B.put_text(tree, base + 'ecn/roce_np/' + name, value + '\n')
-    tree[base + 'device'] = B.Link('../../../%s' % address)
-    tree['sys/class/net/%s' % netdev] = B.Link('../../bus/pci/devices/%s/net/%s' % (address, netdev))
+            bundle.put_text(tree, base + 'ecn/%s/enable/%d' % (point, prio), sim_rdma.ECN_ENABLE_DEFAULT + '\n')
+    for name, value in sim_rdma.ECN_NP_DEFAULTS:
+        bundle.put_text(tree, base + 'ecn/roce_np/' + name, value + '\n')
+    tree[base + 'device'] = bundle.Link('../../../%s' % address)
+    tree['sys/class/net/%s' % netdev] = bundle.Link('../../bus/pci/devices/%s/net/%s' % (address, netdev))
 
 
 def add_rdma(tree, sources, repo, nics_meta, netdev_names=None, guids=None, node_guids=None):
@@ -198,8 +198,8 @@ def add_rdma(tree, sources, repo, nics_meta, netdev_names=None, guids=None, node
         name, address = nic['name'], nic['pci']
         multifunction = len(functions[address[:-2]]) > 1
         base = 'sys/class/infiniband/%s/ports/1/' % name
-        port_counters(tree, name, B.text(tree, base + 'rate'), captured)
-        up = B.text(tree, base + 'state').strip() == '4: ACTIVE'
+        port_counters(tree, name, bundle.text(tree, base + 'rate'), captured)
+        up = bundle.text(tree, base + 'state').strip() == '4: ACTIVE'
         hca = {'name': name, 'pci': address, 'role': nic['role'], 'link_layer': nic['link_layer'], 'ports': [1],
                'netdev': None, 'ipoib': None}
         if nic['link_layer'] == 'Ethernet':
@@ -207,10 +207,10 @@ def add_rdma(tree, sources, repo, nics_meta, netdev_names=None, guids=None, node
             guid = (node_guids or {}).get(name)
             guid = guid_bytes(guid) if guid else synthetic_guid(address)
             ethernet_netdev(tree, address, netdev, 'up' if up else 'down', mac_from_guid(guid))
-            for key, value in R.RDMA_CM_DEFAULTS:
-                B.put_text(tree, 'sys/%s/%s/ports/1/%s' % (R.CONFIGFS_RDMA_CM, name, key), value + '\n')
-            B.put_text(tree, DCB_PFC_FILE % netdev, DCB.pfc_show_text())
-            B.put_text(tree, DCB_APP_FILE % netdev, '')
+            for key, value in sim_rdma.RDMA_CM_DEFAULTS:
+                bundle.put_text(tree, 'sys/%s/%s/ports/1/%s' % (sim_rdma.CONFIGFS_RDMA_CM, name, key), value + '\n')
+            bundle.put_text(tree, DCB_PFC_FILE % netdev, sim_dcb.pfc_show_text())
+            bundle.put_text(tree, DCB_APP_FILE % netdev, '')
             hca['netdev'] = nic['netdev'] = netdev
         else:
             guid = (guids or {}).get(name)
@@ -218,7 +218,7 @@ def add_rdma(tree, sources, repo, nics_meta, netdev_names=None, guids=None, node
             hca['ipoib'] = {'name': path_name('ib', address, multifunction), 'address': ipoib_address(guid)}
             nic['ipoib'] = hca['ipoib']['name']
         hcas.append(hca)
-    B.put_text(tree, R.RDMA_FILE, json.dumps({'hcas': hcas, 'faults': {}}, indent=2, sort_keys=True) + '\n')
+    bundle.put_text(tree, sim_rdma.RDMA_FILE, json.dumps({'hcas': hcas, 'faults': {}}, indent=2, sort_keys=True) + '\n')
     infiniband = [n['name'] for n in nics_meta if n['link_layer'] != 'Ethernet']
     ethernet = [n['name'] for n in nics_meta if n['link_layer'] == 'Ethernet']
     if [n for n in infiniband if n not in (guids or {})]:
@@ -231,7 +231,7 @@ def add_rdma(tree, sources, repo, nics_meta, netdev_names=None, guids=None, node
         synthetic.append('IPoIB hardware addresses: flags/QPN %s, then fe80::/64 and the port GUID' % IPOIB_QPN)
     # the HCAs' driver is loaded, so sys/module exists (as on every kernel) and the bundle can tell that ib_ipoib
     # is not loaded, as a capture of such a node can
-    B.put_text(tree, 'sys/module/mlx5_core/initstate', 'live\n')
+    bundle.put_text(tree, 'sys/module/mlx5_core/initstate', 'live\n')
     synthetic.append('sys/module/mlx5_core/initstate "live": the HCAs\' driver is loaded')
     derivations = [DERIVATION_COUNTERS, DERIVATION_NETDEV, DERIVATION_NAMES, DERIVATION_MAC]
     if any(h['netdev'] for h in hcas):

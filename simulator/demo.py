@@ -50,14 +50,14 @@ import tarfile
 import time
 
 try:
-    from . import bundle as B
-    from . import faults as F
+    from . import bundle
+    from . import faults
     from .demo_inventory import NODE_REPO_DIR, build_repo, repo_tar, write_inventory
     from .demo_report import GATE_FAULTS, check_report
 except ImportError:  # run as a script
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import bundle as B  # noqa: E402
-    import faults as F  # noqa: E402
+    import bundle  # noqa: E402
+    import faults  # noqa: E402
     from demo_inventory import NODE_REPO_DIR, build_repo, repo_tar, write_inventory  # noqa: E402
     from demo_report import GATE_FAULTS, check_report  # noqa: E402
 
@@ -123,7 +123,7 @@ def load_layout(path):
     try:
         import yaml
     except ImportError:
-        layout = B.load_yaml(text)
+        layout = bundle.load_yaml(text)
     else:
         layout = yaml.safe_load(text)
     if not isinstance(layout, dict) or not isinstance(layout.get('racks'), dict) or not layout['racks']:
@@ -174,7 +174,7 @@ def build_nodes(racks):
         serial = collections.Counter()
         for profile, count in entries:
             profile = resolve_profile(profile)
-            meta = B.load_yaml(open(os.path.join(PROFILES, profile, 'profile.yml')).read())
+            meta = bundle.load_yaml(open(os.path.join(PROFILES, profile, 'profile.yml')).read())
             short = profile.split('-')[0]
             for dummy in range(count):
                 serial[short] += 1
@@ -227,9 +227,9 @@ def place_fault(nodes, fault):
             % (fault['node'], fault['spec']))
     node = by_name[node_name] if node_name else nodes[-1]
     try:
-        name, params = F.parse_spec(fault['spec'])
-        F.FAULTS[name].apply(B.read_profile(os.path.join(PROFILES, node['profile'])), **params)
-    except (F.FaultError, argparse.ArgumentTypeError) as exc:
+        name, params = faults.parse_spec(fault['spec'])
+        faults.FAULTS[name].apply(bundle.read_profile(os.path.join(PROFILES, node['profile'])), **params)
+    except (faults.FaultError, argparse.ArgumentTypeError) as exc:
         raise DemoError('fault %s on %s (%s): %s' % (fault['spec'], node['name'], node['profile'], exc))
     node['faults'] = [fault['spec']]
     return {'node': node['name'], 'spec': fault['spec'], 'name': name, 'params': params}

@@ -30,10 +30,10 @@ import sys
 import tarfile
 
 try:
-    from . import bundle as B
+    from . import bundle
 except ImportError:  # run as a script
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import bundle as B  # noqa: E402
+    import bundle  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -147,7 +147,7 @@ def write_inventory(nodes, directory, report_dir, driver=True):
     for name, members in classes.items():
         children[name] = {'hosts': collections.OrderedDict((n['name'], None) for n in members)}
     with open(os.path.join(inventory, 'hosts.yml'), 'w') as handle:
-        handle.write(B.dump_yaml({'all': {'children': children}}, header))
+        handle.write(bundle.dump_yaml({'all': {'children': children}}, header))
     all_vars = collections.OrderedDict([
         ('ansible_connection', 'podman'),
         ('ansible_python_interpreter', '/usr/bin/python3'),
@@ -160,12 +160,12 @@ def write_inventory(nodes, directory, report_dir, driver=True):
         ('gpuops_reboot_boot_time_command', 'cut -d" " -f22 /proc/1/stat'),
     ] + (driver_vars() if driver else []))
     with open(os.path.join(inventory, 'group_vars', 'all.yml'), 'w') as handle:
-        handle.write(B.dump_yaml(all_vars, header + '\nNodes are podman containers; nvidia-smi and sysfs are '
-                                 'the gpuops simulator (simulator/README.md).'))
+        handle.write(bundle.dump_yaml(all_vars, header + '\nNodes are podman containers; nvidia-smi and sysfs are '
+                                      'the gpuops simulator (simulator/README.md).'))
     for name, members in classes.items():
         profile = members[0]['profile']
         with open(os.path.join(inventory, 'group_vars', name + '.yml'), 'w') as handle:
-            handle.write(B.dump_yaml(
+            handle.write(bundle.dump_yaml(
                 collections.OrderedDict([('gpuops_node_class', name),
                                          ('gpuops_node_class_profile', class_profile(members[0]['expected'], driver))]
                                         + ([('nccl_test_min_busbw_gbps', NCCL_BUSBW[name])]

@@ -27,18 +27,18 @@ import re
 import sys
 
 try:
-    from . import bundle as B
-    from . import nvidia_smi as N
-    from . import sim_rdma as R
-    from . import sim_dcgmi as DCGMI
-    from . import sim_nccl as NCCL
+    from . import bundle
+    from . import nvidia_smi
+    from . import sim_rdma
+    from . import sim_dcgmi
+    from . import sim_nccl
 except ImportError:  # run as a script, or from a copy of the directory under another name
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import bundle as B  # noqa: E402
-    import nvidia_smi as N  # noqa: E402
-    import sim_rdma as R  # noqa: E402
-    import sim_dcgmi as DCGMI  # noqa: E402
-    import sim_nccl as NCCL  # noqa: E402
+    import bundle  # noqa: E402
+    import nvidia_smi  # noqa: E402
+    import sim_rdma  # noqa: E402
+    import sim_dcgmi  # noqa: E402
+    import sim_nccl  # noqa: E402
 
 # The exact text nvidia-smi prints when the kernel module is not loaded
 # (tests/fixtures/real/nvsmi-errors/couldnt-communicate-with-driver-a100-module-not-loaded.txt).
@@ -74,32 +74,32 @@ class Fault(object):
         before = dict(tree)
         detail = self.func(tree, **params) or {}
         changed = sorted(rel for rel in set(before) | set(tree)
-                         if rel not in ('profile.yml', N.RUNTIME_FILE) and before.get(rel) != tree.get(rel))
+                         if rel not in ('profile.yml', nvidia_smi.RUNTIME_FILE) and before.get(rel) != tree.get(rel))
         record(tree, self, params, changed, detail)
         return changed
 
     def __call__(self, profile_dir_in, profile_dir_out, **params):
         """Write ``profile_dir_out``: the profile with this fault (same form as the input:
         a committed profile with sys.ttar, or an unpacked capture bundle)."""
-        packed = B.is_packed(profile_dir_in)
-        tree = B.read_profile(profile_dir_in)
+        packed = bundle.is_packed(profile_dir_in)
+        tree = bundle.read_profile(profile_dir_in)
         changed = self.apply(tree, **params)
-        B.write_profile(tree, profile_dir_out, packed=packed)
+        bundle.write_profile(tree, profile_dir_out, packed=packed)
         return changed
 
 
 def record(tree, fault, params, changed, detail):
-    meta = B.load_yaml(B.text(tree, 'profile.yml'))
+    meta = bundle.load_yaml(bundle.text(tree, 'profile.yml'))
     entry = {'name': fault.name, 'params': dict(sorted(params.items())), 'description': fault.description,
              'changed': changed}
     entry.update(detail)
     meta.setdefault('faults', []).append(entry)
     header = '\n'.join(line[2:] if line.startswith('# ') else line[1:]
-                       for line in B.text(tree, 'profile.yml').splitlines() if line.startswith('#'))
-    B.put_text(tree, 'profile.yml', B.dump_yaml(meta, header or None))
-    runtime = json.loads(B.text(tree, N.RUNTIME_FILE))
+                       for line in bundle.text(tree, 'profile.yml').splitlines() if line.startswith('#'))
+    bundle.put_text(tree, 'profile.yml', bundle.dump_yaml(meta, header or None))
+    runtime = json.loads(bundle.text(tree, nvidia_smi.RUNTIME_FILE))
     runtime.setdefault('faults', []).append({'name': fault.name, 'params': entry['params']})
-    B.put_text(tree, N.RUNTIME_FILE, json.dumps(runtime, indent=2, sort_keys=True) + '\n')
+    bundle.put_text(tree, nvidia_smi.RUNTIME_FILE, json.dumps(runtime, indent=2, sort_keys=True) + '\n')
 
 
 # ---------------------------------------------------------------------------
@@ -107,13 +107,13 @@ def record(tree, fault, params, changed, detail):
 # ---------------------------------------------------------------------------
 
 def _meta(tree):
-    return B.load_yaml(B.text(tree, 'profile.yml'))
+    return bundle.load_yaml(bundle.text(tree, 'profile.yml'))
 
 
 def _xml(tree):
-    if (N.XML_FILE + '.rc') in tree:
+    if (nvidia_smi.XML_FILE + '.rc') in tree:
         raise FaultError('the profile simulates a failed nvidia-smi; no GPU left to change')
-    return N.XmlDoc(B.text(tree, N.XML_FILE))
+    return nvidia_smi.XmlDoc(bundle.text(tree, nvidia_smi.XML_FILE))
 
 
 def _gpu_block(doc, gpu):
@@ -123,7 +123,7 @@ def _gpu_block(doc, gpu):
 
 
 def _sysfs_pci(block):
-    bus_id = N.get_value(block, 'pci/pci_bus_id')
+    bus_id = nvidia_smi.get_value(block, 'pci/pci_bus_id')
     return 'sys/bus/pci/devices/%s/' % bus_id[4:].lower()
 
 
@@ -149,25 +149,25 @@ def _gpu_missing(tree, gpu=1):
     gpu = _int_param(gpu, 'gpu')
     doc = _xml(tree)
     block = _gpu_block(doc, gpu)
-    gone = {'bus_id': N.get_value(block, 'pci/pci_bus_id'), 'uuid': N.get_value(block, 'uuid')}
+    gone = {'bus_id': nvidia_smi.get_value(block, 'pci/pci_bus_id'), 'uuid': nvidia_smi.get_value(block, 'uuid')}
     blocks = list(doc.blocks)
     del blocks[gpu]
     if doc.seps:
         del doc.seps[min(gpu, len(doc.seps) - 1)]
-    count = int(N.get_value(doc.head, 'attached_gpus'))
-    doc.head = N.set_value(doc.head, 'attached_gpus', str(count - 1))
-    B.put_text(tree, N.XML_FILE, doc.render(blocks))
-    if N.TOPO_FILE in tree:
-        topo = B.Topo(B.text(tree, N.TOPO_FILE))
+    count = int(nvidia_smi.get_value(doc.head, 'attached_gpus'))
+    doc.head = nvidia_smi.set_value(doc.head, 'attached_gpus', str(count - 1))
+    bundle.put_text(tree, nvidia_smi.XML_FILE, doc.render(blocks))
+    if nvidia_smi.TOPO_FILE in tree:
+        topo = bundle.Topo(bundle.text(tree, nvidia_smi.TOPO_FILE))
         topo.remove_device('GPU%d' % gpu)
-        B.put_text(tree, N.TOPO_FILE, topo.render())
-    if N.NVLINK_FILE in tree:
-        nvl = B.NvlinkStatus(B.text(tree, N.NVLINK_FILE))
+        bundle.put_text(tree, nvidia_smi.TOPO_FILE, topo.render())
+    if nvidia_smi.NVLINK_FILE in tree:
+        nvl = bundle.NvlinkStatus(bundle.text(tree, nvidia_smi.NVLINK_FILE))
         nvl.blocks = [b for b in nvl.blocks if b['index'] != gpu]
         for b in nvl.blocks:
             if b['index'] > gpu:
                 b['index'] -= 1
-        B.put_text(tree, N.NVLINK_FILE, nvl.render())
+        bundle.put_text(tree, nvidia_smi.NVLINK_FILE, nvl.render())
     return {'gpu_removed': gone}
 
 
@@ -181,9 +181,9 @@ def _nvlink_down(tree, gpu=1, links=None):
     become NV<remaining>.
     """
     gpu = _int_param(gpu, 'gpu')
-    if N.NVLINK_FILE not in tree:
-        raise FaultError('profile has no %s' % N.NVLINK_FILE)
-    nvl = B.NvlinkStatus(B.text(tree, N.NVLINK_FILE))
+    if nvidia_smi.NVLINK_FILE not in tree:
+        raise FaultError('profile has no %s' % nvidia_smi.NVLINK_FILE)
+    nvl = bundle.NvlinkStatus(bundle.text(tree, nvidia_smi.NVLINK_FILE))
     target = [b for b in nvl.blocks if b['index'] == gpu]
     if not target:
         raise FaultError('no GPU %d in nvlink -s' % gpu)
@@ -205,9 +205,9 @@ def _nvlink_down(tree, gpu=1, links=None):
             line = match.group(1) + '<inactive>'
         new_lines.append(line)
     block['lines'] = new_lines
-    B.put_text(tree, N.NVLINK_FILE, nvl.render())
-    if N.TOPO_FILE in tree:
-        topo = B.Topo(B.text(tree, N.TOPO_FILE))
+    bundle.put_text(tree, nvidia_smi.NVLINK_FILE, nvl.render())
+    if nvidia_smi.TOPO_FILE in tree:
+        topo = bundle.Topo(bundle.text(tree, nvidia_smi.TOPO_FILE))
         name = 'GPU%d' % gpu
         remaining = len(all_links) - len(down)
         for peer in topo.gpus():
@@ -216,7 +216,7 @@ def _nvlink_down(tree, gpu=1, links=None):
             relation = 'NV%d' % remaining if remaining else topo.pcie_relation(name, peer)
             topo.set(name, peer, relation)
             topo.set(peer, name, relation)
-        B.put_text(tree, N.TOPO_FILE, topo.render())
+        bundle.put_text(tree, nvidia_smi.TOPO_FILE, topo.render())
     return {'links_down': sorted(down)}
 
 
@@ -231,22 +231,22 @@ def _pcie_downtrained(tree, gpu=1, width=8, gen=None):
     doc = _xml(tree)
     block = _gpu_block(doc, gpu)
     link = 'pci/pci_gpu_link_info/'
-    max_gen = int(N.get_value(block, link + 'pcie_gen/max_link_gen'))
+    max_gen = int(nvidia_smi.get_value(block, link + 'pcie_gen/max_link_gen'))
     gen = (3 if max_gen > 3 else max_gen - 1) if gen is None else _int_param(gen, 'gen')
     if gen not in PCIE_SPEED:
         raise FaultError('gen must be 1-6')
     for path in ('pcie_gen/max_link_gen', 'pcie_gen/current_link_gen'):
-        block = N.set_value(block, link + path, str(gen))
+        block = nvidia_smi.set_value(block, link + path, str(gen))
     for path in ('link_widths/max_link_width', 'link_widths/current_link_width'):
-        block = N.set_value(block, link + path, '%dx' % width)
+        block = nvidia_smi.set_value(block, link + path, '%dx' % width)
     doc.blocks[gpu] = block
-    B.put_text(tree, N.XML_FILE, doc.render())
+    bundle.put_text(tree, nvidia_smi.XML_FILE, doc.render())
     base = _sysfs_pci(block)
     if base + 'current_link_speed' in tree:
         for name in ('current_link_speed', 'max_link_speed'):
-            B.put_text(tree, base + name, PCIE_SPEED[gen] + '\n')
+            bundle.put_text(tree, base + name, PCIE_SPEED[gen] + '\n')
         for name in ('current_link_width', 'max_link_width'):
-            B.put_text(tree, base + name, '%d\n' % width)
+            bundle.put_text(tree, base + name, '%d\n' % width)
     return {'pcie': {'gen': gen, 'width': width}}
 
 
@@ -266,16 +266,16 @@ def _ib_port_down(tree, nic=None, phys_state='Disabled'):
     base = 'sys/class/infiniband/%s/ports/1/' % nic
     if base + 'state' not in tree:
         raise FaultError('no NIC %s in sys/class/infiniband' % nic)
-    B.put_text(tree, base + 'state', '1: DOWN\n')
-    B.put_text(tree, base + 'phys_state', PORT_DOWN_PHYS[phys_state] + '\n')
+    bundle.put_text(tree, base + 'state', '1: DOWN\n')
+    bundle.put_text(tree, base + 'phys_state', PORT_DOWN_PHYS[phys_state] + '\n')
     for hca in _rdma(tree).get('hcas') or []:
         if hca['name'] == nic and hca.get('netdev'):
-            B.put_text(tree, 'sys/%s/operstate' % R.netdev_rel(hca, hca['netdev']), 'down\n')
+            bundle.put_text(tree, 'sys/%s/operstate' % sim_rdma.netdev_rel(hca, hca['netdev']), 'down\n')
     return {'nic': nic}
 
 
 def _rdma(tree):
-    return json.loads(B.text(tree, R.RDMA_FILE)) if R.RDMA_FILE in tree else {}
+    return json.loads(bundle.text(tree, sim_rdma.RDMA_FILE)) if sim_rdma.RDMA_FILE in tree else {}
 
 
 def _roce_retrans_high(tree, nic=None):
@@ -290,22 +290,22 @@ def _roce_retrans_high(tree, nic=None):
     """
     rdma = _rdma(tree)
     try:
-        hca = R.resolve_roce_hca(rdma or None, nic)
-    except R.RdmaError as exc:
+        hca = sim_rdma.resolve_roce_hca(rdma or None, nic)
+    except sim_rdma.RdmaError as exc:
         raise FaultError(str(exc))
-    base = 'sys/%s/' % R.port_rel(hca, hca['ports'][0])
-    sent = B.text(tree, base + 'counters/port_xmit_packets').strip() if base + 'counters/port_xmit_packets' in \
+    base = 'sys/%s/' % sim_rdma.port_rel(hca, hca['ports'][0])
+    sent = bundle.text(tree, base + 'counters/port_xmit_packets').strip() if base + 'counters/port_xmit_packets' in \
         tree else ''
     if not sent.isdigit():
         raise FaultError('%s has no counters/port_xmit_packets' % hca['name'])
-    for name in R.RETRANS_COUNTERS:
+    for name in sim_rdma.RETRANS_COUNTERS:
         rel = base + 'hw_counters/' + name
         if rel not in tree:
             raise FaultError('%s has no hw_counters/%s' % (hca['name'], name))
-        B.put_text(tree, rel, '%d\n' % (int(B.text(tree, rel)) + int(sent) // R.RETRANS_PER_PACKETS))
+        bundle.put_text(tree, rel, '%d\n' % (int(bundle.text(tree, rel)) + int(sent) // sim_rdma.RETRANS_PER_PACKETS))
     faults = rdma.setdefault('faults', {})
     faults['roce_retrans_high'] = sorted(set(faults.get('roce_retrans_high', [])) | {hca['name']})
-    B.put_text(tree, R.RDMA_FILE, json.dumps(rdma, indent=2, sort_keys=True) + '\n')
+    bundle.put_text(tree, sim_rdma.RDMA_FILE, json.dumps(rdma, indent=2, sort_keys=True) + '\n')
     return {'nic': hca['name']}
 
 
@@ -325,27 +325,27 @@ def _ecc_uncorrectable(tree, gpu=1, count=1):
     block = _gpu_block(doc, gpu)
 
     def bump(text, path):
-        value = N.get_value(text, path)
+        value = nvidia_smi.get_value(text, path)
         number = int(value) if value and value.isdigit() else 0
-        return N.set_value(text, path, str(number + count))
-    if N.has_element(block, 'ecc_errors/volatile/dram_uncorrectable'):
+        return nvidia_smi.set_value(text, path, str(number + count))
+    if nvidia_smi.has_element(block, 'ecc_errors/volatile/dram_uncorrectable'):
         for group in ('volatile', 'aggregate'):
             block = bump(block, 'ecc_errors/%s/dram_uncorrectable' % group)
-        if not N.has_element(block, 'remapped_rows/remapped_row_pending'):
+        if not nvidia_smi.has_element(block, 'remapped_rows/remapped_row_pending'):
             raise FaultError('GPU %d reports remapped_rows N/A' % gpu)
         block = bump(block, 'remapped_rows/remapped_row_unc')
-        block = N.set_value(block, 'remapped_rows/remapped_row_pending', 'Yes')
+        block = nvidia_smi.set_value(block, 'remapped_rows/remapped_row_pending', 'Yes')
         kind = 'dram_uncorrectable + remapped row pending'
-    elif N.has_element(block, 'ecc_errors/volatile/double_bit'):
+    elif nvidia_smi.has_element(block, 'ecc_errors/volatile/double_bit'):
         for group in ('volatile', 'aggregate'):
             for leaf in ('device_memory', 'total'):
                 block = bump(block, 'ecc_errors/%s/double_bit/%s' % (group, leaf))
-        block = N.set_value(block, 'retired_pages/pending_retirement', 'Yes')
+        block = nvidia_smi.set_value(block, 'retired_pages/pending_retirement', 'Yes')
         kind = 'double_bit + page retirement pending'
     else:
         raise FaultError('GPU %d has no ECC counters in its XML' % gpu)
     doc.blocks[gpu] = block
-    B.put_text(tree, N.XML_FILE, doc.render())
+    bundle.put_text(tree, nvidia_smi.XML_FILE, doc.render())
     return {'ecc': kind}
 
 
@@ -359,15 +359,15 @@ def _mig_unexpected(tree, gpu=1):
     gpu = _int_param(gpu, 'gpu')
     doc = _xml(tree)
     block = _gpu_block(doc, gpu)
-    if N.get_value(block, 'mig_mode/current_mig') in (None, 'N/A'):
+    if nvidia_smi.get_value(block, 'mig_mode/current_mig') in (None, 'N/A'):
         raise FaultError('GPU %d does not support MIG (mig_mode N/A)' % gpu)
-    block = N.set_value(block, 'mig_mode/current_mig', 'Enabled')
-    block = N.set_value(block, 'mig_mode/pending_mig', 'Enabled')
+    block = nvidia_smi.set_value(block, 'mig_mode/current_mig', 'Enabled')
+    block = nvidia_smi.set_value(block, 'mig_mode/pending_mig', 'Enabled')
     doc.blocks[gpu] = block
-    B.put_text(tree, N.XML_FILE, doc.render())
+    bundle.put_text(tree, nvidia_smi.XML_FILE, doc.render())
     # what the capture takes from a node with a GPU in MIG mode: ``mig -lgi``, here without instances
-    B.put_text(tree, MIG_LGI_FILE, 'No GPU instances found: Not Found\n')
-    B.put_text(tree, MIG_LGI_FILE + '.rc', '%d\n' % N.RC_NOT_FOUND)
+    bundle.put_text(tree, MIG_LGI_FILE, 'No GPU instances found: Not Found\n')
+    bundle.put_text(tree, MIG_LGI_FILE + '.rc', '%d\n' % nvidia_smi.RC_NOT_FOUND)
     return {}
 
 
@@ -379,13 +379,13 @@ def _driver_not_loaded(tree):
     the capture playbook records a failed command); sysfs is unchanged (the PCI
     devices and the NICs are still there).
     """
-    for name in (N.XML_FILE, N.TOPO_FILE, N.NVLINK_FILE):
-        B.put_text(tree, name, DRIVER_NOT_LOADED_TEXT)
-        B.put_text(tree, name + '.rc', '%d\n' % DRIVER_NOT_LOADED_RC)
-    runtime = json.loads(B.text(tree, N.RUNTIME_FILE))
+    for name in (nvidia_smi.XML_FILE, nvidia_smi.TOPO_FILE, nvidia_smi.NVLINK_FILE):
+        bundle.put_text(tree, name, DRIVER_NOT_LOADED_TEXT)
+        bundle.put_text(tree, name + '.rc', '%d\n' % DRIVER_NOT_LOADED_RC)
+    runtime = json.loads(bundle.text(tree, nvidia_smi.RUNTIME_FILE))
     runtime['failure'] = {'rc': DRIVER_NOT_LOADED_RC, 'stdout': DRIVER_NOT_LOADED_TEXT,
                           'source': DRIVER_NOT_LOADED_SOURCE}
-    B.put_text(tree, N.RUNTIME_FILE, json.dumps(runtime, indent=2, sort_keys=True) + '\n')
+    bundle.put_text(tree, nvidia_smi.RUNTIME_FILE, json.dumps(runtime, indent=2, sort_keys=True) + '\n')
     return {'source': DRIVER_NOT_LOADED_SOURCE}
 
 
@@ -399,12 +399,12 @@ def _dcgm_diag_fail(tree, gpu=1, test=None):
     """
     gpu = _int_param(gpu, 'gpu')
     _gpu_block(_xml(tree), gpu)
-    known = sorted(set(name for tests in DCGMI.LEVEL_TESTS.values() for _category, name in tests))
+    known = sorted(set(name for tests in sim_dcgmi.LEVEL_TESTS.values() for _category, name in tests))
     if test is not None and test not in known:
         raise FaultError('unknown DCGM test %r (known: %s)' % (test, ', '.join(known)))
-    data = json.loads(B.text(tree, DCGM_FILE)) if DCGM_FILE in tree else {}
+    data = json.loads(bundle.text(tree, DCGM_FILE)) if DCGM_FILE in tree else {}
     data.setdefault('diag_fail', []).append({'gpu': gpu, 'test': test})
-    B.put_text(tree, DCGM_FILE, json.dumps(data, indent=2, sort_keys=True) + '\n')
+    bundle.put_text(tree, DCGM_FILE, json.dumps(data, indent=2, sort_keys=True) + '\n')
     return {}
 
 
@@ -412,7 +412,7 @@ def _nccl_slow(tree, factor=0.25):
     """nccl-tests report the bus bandwidth scaled by ``factor`` (simulator/sim_nccl.py reads the fault's record;
     ``gpuops-sim fault nccl_slow`` arms the same at run time)."""
     try:
-        return NCCL.apply_fault_nccl_slow(tree, factor)
+        return sim_nccl.apply_fault_nccl_slow(tree, factor)
     except ValueError as exc:
         raise FaultError(str(exc))
 

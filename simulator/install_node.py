@@ -9,8 +9,10 @@
 
 Writes, under ``--root``:
 
-* ``/usr/bin/nvidia-smi``: simulator/nvidia_smi.py with a ``#!/usr/bin/python3`` shebang
-* ``/usr/local/sbin/gpuops-sim``: the same file (admin tool: reboot, busy/idle, state)
+* ``/usr/share/gpuops-sim/lib/``: the simulator's node modules (LIB_MODULES) and packages (LIB_PACKAGES, whole)
+* ``/usr/bin/nvidia-smi``: simulator/nvidia_smi/__main__.py with a ``#!/usr/bin/python3`` shebang (it runs the
+  nvidia_smi package of the lib directory)
+* ``/usr/local/sbin/gpuops-sim``: simulator/admin.py with that shebang (admin tool: reboot, busy/idle, state)
 * ``/usr/share/gpuops-sim/profile/``: the profile (capture bundle + profile.yml + sim/),
   with the faults applied and recorded in profile.yml
 * ``/usr/share/gpuops-sim/sys``: the profile's sysfs tree; point the modules'
@@ -56,48 +58,58 @@ import subprocess
 import sys
 
 try:
-    from . import bundle as B
-    from . import faults as F
-    from . import nvidia_smi as N
+    from . import admin
+    from . import bundle
+    from . import faults
+    from . import nvidia_smi
 except ImportError:  # run as a script, or from a copy of the directory under another name
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import bundle as B  # noqa: E402
-    import faults as F  # noqa: E402
-    import nvidia_smi as N  # noqa: E402
+    import admin  # noqa: E402
+    import bundle  # noqa: E402
+    import faults  # noqa: E402
+    import nvidia_smi  # noqa: E402
 try:
-    from . import sim_driver as D
+    from . import sim_driver
 except ImportError:  # a copy of the simulator without the driver emulation: replayed nodes only
     try:
-        import sim_driver as D  # noqa: E402
+        import sim_driver  # noqa: E402
     except ImportError:
-        D = None
+        sim_driver = None
 try:
-    from . import sim_rdma as R
+    from . import sim_rdma
 except ImportError:  # a copy without the RDMA simulation: no dcb stand-in, no RDMA units
     try:
-        import sim_rdma as R  # noqa: E402
+        import sim_rdma  # noqa: E402
     except ImportError:
-        R = None
+        sim_rdma = None
 try:
-    from . import sim_dcgm as G
+    from . import sim_dcgm
+    from . import sim_dcgm_core
 except ImportError:  # a copy without the DCGM stand-ins
     try:
-        import sim_dcgm as G  # noqa: E402
+        import sim_dcgm  # noqa: E402
+        import sim_dcgm_core  # noqa: E402
     except ImportError:
-        G = None
+        sim_dcgm = sim_dcgm_core = None
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NVIDIA_SMI = 'usr/bin/nvidia-smi'
 ADMIN = 'usr/local/sbin/gpuops-sim'
-PROFILE = N.DEFAULT_PROFILE
+PROFILE = nvidia_smi.DEFAULT_PROFILE
 SYSFS = 'usr/share/gpuops-sim/sys'
-STATE = N.DEFAULT_STATE
+STATE = nvidia_smi.DEFAULT_STATE
+
+# The lib directory (every node): the node's modules, and its packages whole; the programs import them from there
+LIB = 'usr/share/gpuops-sim/lib'
+LIB_MODULES = ('admin.py', 'sim_driver.py', 'sim_dpkg.py', 'sim_daemons.py', 'sim_rdma.py', 'sim_dcb.py',
+               'sim_iproute2.py', 'sim_dcgm.py', 'sim_dcgm_core.py', 'sim_dcgmi.py', 'sim_dcgm_exporter.py',
+               'sim_nccl.py')
+LIB_PACKAGES = ('nvidia_smi',)
+NVIDIA_SMI_SOURCE = 'nvidia_smi/__main__.py'  # with a shebang: /usr/bin/nvidia-smi and the stand-in
+ADMIN_SOURCE = 'admin.py'                     # with a shebang: /usr/local/sbin/gpuops-sim
 
 # --bare
-LIB = 'usr/share/gpuops-sim/lib'
-LIB_MODULES = ('nvidia_smi.py', 'sim_driver.py', 'sim_daemons.py', 'sim_rdma.py', 'sim_dcb.py', 'sim_iproute2.py',
-               'sim_dcgm.py', 'sim_dcgmi.py', 'sim_dcgm_exporter.py', 'sim_nccl.py')
-STANDIN_SOURCES = (('standin-nvidia-smi', 'nvidia_smi.py'), ('standin-daemon', 'sim_daemons.py'))
+STANDIN_SOURCES = (('standin-nvidia-smi', NVIDIA_SMI_SOURCE), ('standin-daemon', 'sim_daemons.py'))
 DPKG_HOOK = 'etc/dpkg/dpkg.cfg.d/gpuops-sim'
 APT_HOOK = 'etc/apt/apt.conf.d/80gpuops-sim'
 UNIT_NAME = 'gpuops-sim-driver.service'
@@ -186,7 +198,7 @@ class InstallError(Exception):
     """A step of the install failed (a command's exit status and stderr included)."""
 
 
-def script(python, source='nvidia_smi.py'):
+def script(python, source=NVIDIA_SMI_SOURCE):
     with open(os.path.join(HERE, source), 'rb') as handle:
         body = handle.read()
     if body.startswith(b'#!'):
@@ -195,7 +207,7 @@ def script(python, source='nvidia_smi.py'):
 
 
 def _same_tree(tree, path):
-    return os.path.isdir(path) and B.read_tree(path) == tree
+    return os.path.isdir(path) and bundle.read_tree(path) == tree
 
 
 def _same_file(content, path):
@@ -216,23 +228,23 @@ def _write_exec(content, path):
     os.replace(tmp, path)
 
 
-def install(profile_dir, root='/', faults=(), python='/usr/bin/python3', keep_state=False, bare=False):
+def install(profile_dir, root='/', fault_specs=(), python='/usr/bin/python3', keep_state=False, bare=False):
     """Install the simulator; returns the summary dict."""
-    if bare and D is None:
+    if bare and sim_driver is None:
         raise InstallError('--bare needs sim_driver.py and sim_daemons.py beside install_node.py')
-    tree = B.read_profile(profile_dir)
+    tree = bundle.read_profile(profile_dir)
     applied = []
-    for spec in faults:
-        name, params = F.parse_spec(spec)
-        F.FAULTS[name].apply(tree, **params)
+    for spec in fault_specs:
+        name, params = faults.parse_spec(spec)
+        faults.FAULTS[name].apply(tree, **params)
         applied.append({'name': name, 'params': params})
     if bare:
-        runtime = json.loads(B.text(tree, N.RUNTIME_FILE))
+        runtime = json.loads(bundle.text(tree, nvidia_smi.RUNTIME_FILE))
         runtime['driver'] = 'emulated'
-        B.put_text(tree, N.RUNTIME_FILE, json.dumps(runtime, indent=2, sort_keys=True) + '\n')
+        bundle.put_text(tree, nvidia_smi.RUNTIME_FILE, json.dumps(runtime, indent=2, sort_keys=True) + '\n')
     sys_tree = dict((rel[len('sys/'):], value) for rel, value in tree.items() if rel.startswith('sys/'))
-    rdma = json.loads(B.text(tree, R.RDMA_FILE)) if R is not None and R.RDMA_FILE in tree else None
-    smi = script(python)
+    rdma = json.loads(bundle.text(tree, sim_rdma.RDMA_FILE)) if sim_rdma is not None and sim_rdma.RDMA_FILE in tree else None
+    programs = {'nvidia_smi': script(python, NVIDIA_SMI_SOURCE), 'admin': script(python, ADMIN_SOURCE)}
     paths = {
         'nvidia_smi': os.path.join(root, NVIDIA_SMI),
         'admin': os.path.join(root, ADMIN),
@@ -245,37 +257,36 @@ def install(profile_dir, root='/', faults=(), python='/usr/bin/python3', keep_st
         changed = bool(uninstall_bare(root)['removed'])
     profile_changed = not _same_tree(tree, paths['profile'])
     if profile_changed:
-        B.write_tree(tree, paths['profile'])
+        bundle.write_tree(tree, paths['profile'])
         changed = True
     if profile_changed or not _same_sysfs(sys_tree, paths['sysfs_root'], rdma):
-        B.write_tree(sys_tree, paths['sysfs_root'])
+        bundle.write_tree(sys_tree, paths['sysfs_root'])
         changed = True
+    changed = _install_lib(root, python, bare) or changed
     for key in ('admin',) if bare else ('nvidia_smi', 'admin'):
-        if not _same_file(smi, paths[key]) or not os.access(paths[key], os.X_OK):
-            _write_exec(smi, paths[key])
+        if not _same_file(programs[key], paths[key]) or not os.access(paths[key], os.X_OK):
+            _write_exec(programs[key], paths[key])
             changed = True
     if bare:
         del paths['nvidia_smi']
-    if D is not None:
-        changed = _install_lib(root, python, bare) or changed
-    if D is not None and G is not None:
+    if sim_driver is not None and sim_dcgm is not None:
         changed = _install_dcgm(root, python) or changed
     if rdma is not None:
         changed = _install_rdma(root, python) or changed
-    elif R is not None and os.path.lexists(os.path.join(root, RDMA_UNITS[0][0])):
+    elif sim_rdma is not None and os.path.lexists(os.path.join(root, RDMA_UNITS[0][0])):
         changed = bool(uninstall_rdma(root)['removed']) or changed
     state_dir = os.path.dirname(paths['state'])
     if not os.path.isdir(state_dir):
         os.makedirs(state_dir)
     if changed and not keep_state and os.path.exists(paths['state']):
         os.remove(paths['state'])
-    meta = B.load_yaml(B.text(tree, 'profile.yml'))
+    meta = bundle.load_yaml(bundle.text(tree, 'profile.yml'))
     summary = {'changed': changed, 'profile_name': meta.get('name'), 'node_class': meta.get('node_class'),
                'faults': [f['name'] for f in meta.get('faults') or []], 'requested_faults': applied}
     summary.update(paths)
     if bare:
         summary.update(_finish_bare(root, changed))
-    if D is not None and G is not None:
+    if sim_driver is not None and sim_dcgm is not None:
         summary.update(_finish_dcgm(root))
     if rdma is not None:
         summary.update(_finish_rdma(root, changed))
@@ -288,11 +299,11 @@ def _same_sysfs(sys_tree, path, rdma):
     if not os.path.isdir(path):
         return False
     if rdma is None:
-        return B.read_tree(path) == sys_tree
+        return bundle.read_tree(path) == sys_tree
 
     def static(tree):
-        return dict((rel, value) for rel, value in tree.items() if not R.runtime_path(rel, rdma))
-    return static(B.read_tree(path)) == static(sys_tree)
+        return dict((rel, value) for rel, value in tree.items() if not sim_rdma.runtime_path(rel, rdma))
+    return static(bundle.read_tree(path)) == static(sys_tree)
 
 
 # ---------------------------------------------------------------------------
@@ -328,8 +339,8 @@ def _systemd(root):
 def _finish_rdma(root, changed):
     """The state of a boot when the node changed (or never booted), and the traffic source running."""
     booted = None
-    if changed or not os.path.isfile(os.path.join(root, R.BOOT_FILE)):
-        booted = R.boot(root)
+    if changed or not os.path.isfile(os.path.join(root, sim_rdma.BOOT_FILE)):
+        booted = sim_rdma.boot(root)
     if _systemd(root):
         _command(['systemctl', 'daemon-reload'])
         _command(['systemctl', 'restart' if changed else 'start', TRAFFIC_UNIT_NAME])
@@ -344,9 +355,9 @@ def uninstall_rdma(root='/'):
         _command(['systemctl', 'stop', TRAFFIC_UNIT_NAME])
     files = [DCB] + [rel for pair in RDMA_UNITS for rel in reversed(pair)]
     trees = []
-    if R is not None:
-        files += [R.FAULTS_FILE, R.BOOT_FILE, R.DCB_STATE, R.DCB_STATE + '.lock', R.LOCK]
-        trees += [R.TMP]
+    if sim_rdma is not None:
+        files += [sim_rdma.FAULTS_FILE, sim_rdma.BOOT_FILE, sim_rdma.DCB_STATE, sim_rdma.DCB_STATE + '.lock', sim_rdma.LOCK]
+        trees += [sim_rdma.TMP]
     _remove(root, files, trees, removed)
     if removed and _systemd(root):
         _command(['systemctl', 'daemon-reload'])
@@ -379,20 +390,20 @@ def diversion_argv(rel, path_exists_unowned=False):
     """The dpkg-divert command for one stand-in path. A file already there that is not the simulator's
     (a package installed before) is moved aside with --rename instead."""
     return ['dpkg-divert', '--rename' if path_exists_unowned else '--no-rename',
-            '--divert', '/' + rel + D.DISTRIB, '--add', '/' + rel]
+            '--divert', '/' + rel + sim_driver.DISTRIB, '--add', '/' + rel]
 
 
 def _ours(root, rel):
     """A stand-in the simulator wrote at ``rel``, not a package's file (some packages ship scripts too)."""
-    if not D.is_standin(os.path.join(root, rel)):
+    if not sim_driver.is_standin(os.path.join(root, rel)):
         return False
-    return not (live(root) and D.dpkg_owner(D.dpkg_query('/'), '/' + rel))
+    return not (live(root) and sim_driver.dpkg_owner(sim_driver.dpkg_query('/'), '/' + rel))
 
 
 def _divert(root, rels=None):
     """Add the diversions; returns [{path, argv, ran}] (ran False when not live: the argv it would run)."""
     done = []
-    for rel in rels or [rel for rel, _kind in D.STANDINS]:
+    for rel in rels or [rel for rel, _kind in sim_driver.STANDINS]:
         path = os.path.join(root, rel)
         if _ours(root, rel):
             os.remove(path)
@@ -401,7 +412,7 @@ def _divert(root, rels=None):
         entry = {'path': '/' + rel, 'argv': argv, 'ran': False}
         if live(root):
             truename = _command(['dpkg-divert', '--truename', '/' + rel]).strip()
-            if truename == '/' + rel + D.DISTRIB:
+            if truename == '/' + rel + sim_driver.DISTRIB:
                 entry['already'] = True
             elif truename != '/' + rel:
                 raise InstallError('/%s is already diverted to %s' % (rel, truename))
@@ -413,10 +424,10 @@ def _divert(root, rels=None):
 
 
 def _install_lib(root, python, bare):
-    """The simulator's modules under LIB (GPU processes, driver emulation); on a bare node also the
-    stand-ins, the hooks and the boot unit."""
+    """The simulator's node modules and packages under LIB (nvidia-smi, gpuops-sim, the stand-ins, the driver
+    emulation); on a bare node also the stand-in templates, the hooks and the boot unit."""
     changed = False
-    files = [(os.path.join(LIB, name), _source(name), 0o644) for name in LIB_MODULES]
+    files = [(os.path.join(LIB, name), _source(name), 0o644) for name in lib_files()]
     if bare:
         if _ours(root, NVIDIA_SMI):       # a replayed install before: no nvidia-smi now
             os.remove(os.path.join(root, NVIDIA_SMI))
@@ -443,6 +454,15 @@ def _install_lib(root, python, bare):
     return changed
 
 
+def lib_files():
+    """The files installed under LIB, relative to the simulator directory: LIB_MODULES, LIB_PACKAGES' modules."""
+    names = list(LIB_MODULES)
+    for package in LIB_PACKAGES:
+        names += sorted(os.path.join(package, name) for name in os.listdir(os.path.join(HERE, package))
+                        if name.endswith('.py'))
+    return names
+
+
 def _source(name):
     with open(os.path.join(HERE, name), 'rb') as handle:
         return handle.read()
@@ -454,32 +474,32 @@ def _finish_bare(root, changed):
     if live(root) and os.path.isdir('/run/systemd/system'):
         _command(['systemctl', 'daemon-reload'])
     env = {'GPUOPS_SIM_ROOT': root}
-    sync = N.run(['sync'], env, prog='gpuops-sim')
+    sync = admin.run(['sync'], env)
     if sync.rc != 0:
         raise InstallError(sync.err.strip())
     booted = None
-    if changed or not os.path.isfile(os.path.join(root, D.BOOT_JSON)):
-        result = N.run(['boot'], env, prog='gpuops-sim')
+    if changed or not os.path.isfile(os.path.join(root, sim_driver.BOOT_JSON)):
+        result = admin.run(['boot'], env)
         if result.rc != 0:
             raise InstallError(result.err.strip())
         booted = json.loads(result.out)
     return {'bare': True, 'driver': 'emulated', 'diversions': diversions, 'sync': json.loads(sync.out),
-            'boot': booted, 'lib': os.path.join(root, LIB), 'proc_root': os.path.join(root, D.PROC_ROOT),
-            'driver_json': os.path.join(root, D.DRIVER_JSON),
+            'boot': booted, 'lib': os.path.join(root, LIB), 'proc_root': os.path.join(root, sim_driver.PROC_ROOT),
+            'driver_json': os.path.join(root, sim_driver.DRIVER_JSON),
             'hooks': [os.path.join(root, DPKG_HOOK), os.path.join(root, APT_HOOK)], 'unit': os.path.join(root, UNIT)}
 
 
 def uninstall_bare(root='/'):
     """Remove the stand-ins, the diversions (a package's file goes back in place), hooks and unit."""
     removed = []
-    if D is None:
+    if sim_driver is None:
         raise InstallError('removing a bare install needs sim_driver.py beside install_node.py')
-    for rel, _kind in D.STANDINS:
+    for rel, _kind in sim_driver.STANDINS:
         path = os.path.join(root, rel)
-        if D.is_standin(path):
+        if sim_driver.is_standin(path):
             os.remove(path)
             removed.append(path)
-        if live(root) and _command(['dpkg-divert', '--truename', '/' + rel]).strip() == '/' + rel + D.DISTRIB:
+        if live(root) and _command(['dpkg-divert', '--truename', '/' + rel]).strip() == '/' + rel + sim_driver.DISTRIB:
             _command(['dpkg-divert', '--rename', '--remove', '/' + rel])
             removed.append('diversion of /' + rel)
     _remove(root, (DPKG_HOOK, APT_HOOK, UNIT_WANTS, UNIT), (LIB, RUN_DIR, ETC_DIR), removed)
@@ -501,7 +521,7 @@ def _remove(root, files, trees, removed):
 def _install_dcgm(root, python):
     """The DCGM stand-in template and the dpkg/apt hooks that place it; True when something changed."""
     changed = False
-    files = [(os.path.join(LIB, G.STANDIN), script(python, 'sim_dcgm.py'), 0o755)]
+    files = [(os.path.join(LIB, sim_dcgm.STANDIN), script(python, 'sim_dcgm.py'), 0o755)]
     files += [(rel, (text % (DCGM_SYNC % python)).encode(), 0o644) for rel, text in DCGM_HOOKS]
     for rel, content, mode in files:
         path = os.path.join(root, rel)
@@ -514,10 +534,10 @@ def _install_dcgm(root, python):
 
 def _finish_dcgm(root):
     """Divert the DCGM packages' files and place the stand-ins where a package shipped one."""
-    diversions = _divert(root, G.STANDINS)
+    diversions = _divert(root, sim_dcgm.STANDINS)
     try:
-        placed = G.sync(root)
-    except (D.DriverError, OSError) as exc:
+        placed = sim_dcgm.sync(root)
+    except (sim_driver.DriverError, OSError) as exc:
         raise InstallError('DCGM stand-ins: %s' % exc)
     return {'dcgm_diversions': diversions, 'dcgm_sync': placed,
             'dcgm_hooks': [os.path.join(root, rel) for rel, _text in DCGM_HOOKS]}
@@ -526,21 +546,22 @@ def _finish_dcgm(root):
 def uninstall_dcgm(root='/'):
     """Remove the DCGM stand-ins, their diversions (a package's file goes back), hooks and state."""
     removed = []
-    for rel in G.STANDINS:
+    for rel in sim_dcgm.STANDINS:
         path = os.path.join(root, rel)
-        if D.is_standin(path):
+        if sim_driver.is_standin(path):
             os.remove(path)
             removed.append(path)
-        if live(root) and _command(['dpkg-divert', '--truename', '/' + rel]).strip() == '/' + rel + D.DISTRIB:
+        if live(root) and _command(['dpkg-divert', '--truename', '/' + rel]).strip() == '/' + rel + sim_driver.DISTRIB:
             _command(['dpkg-divert', '--rename', '--remove', '/' + rel])
             removed.append('diversion of /' + rel)
-    files = [rel for rel, _text in DCGM_HOOKS] + [G.STATE_FILE, G.STATE_FILE + '.lock', G.RUNTIME_FAULTS_FILE]
+    files = [rel for rel, _text in DCGM_HOOKS]
+    files += [sim_dcgm_core.STATE_FILE, sim_dcgm_core.STATE_FILE + '.lock', sim_dcgm_core.RUNTIME_FAULTS_FILE]
     _remove(root, files, (), removed)
     return {'removed': removed}
 
 
 def uninstall(root='/'):
-    removed = uninstall_dcgm(root)['removed'] if D is not None and G is not None else []
+    removed = uninstall_dcgm(root)['removed'] if sim_driver is not None and sim_dcgm is not None else []
     removed += uninstall_bare(root)['removed'] if os.path.lexists(os.path.join(root, UNIT)) else []
     removed += uninstall_rdma(root)['removed']
     _remove(root, (NVIDIA_SMI, ADMIN, STATE, STATE + '.lock'), (PROFILE, SYSFS, LIB), removed)
@@ -575,7 +596,7 @@ def main(argv=None):
         parser.error('%s is not a simulator profile (no profile.yml)' % profile)
     try:
         summary = install(profile, args.root, args.fault, args.python, args.keep_state, args.bare)
-    except (F.FaultError, InstallError) as exc:
+    except (faults.FaultError, InstallError) as exc:
         print('install_node: %s' % exc, file=sys.stderr)
         return 1
     print(json.dumps(summary, sort_keys=True))

@@ -31,16 +31,16 @@ import sys
 import syslog
 
 try:
-    from . import nvidia_smi as N
-    from . import sim_driver as D
+    from . import nvidia_smi
+    from . import sim_driver
 except ImportError:  # run as a script: beside this file, or installed under the simulator's lib directory
     for _lib in (os.path.dirname(os.path.realpath(__file__)),
                  os.path.join(os.environ.get('GPUOPS_SIM_ROOT') or '/', 'usr/share/gpuops-sim/lib')):
         if os.path.isfile(os.path.join(_lib, 'sim_driver.py')):
             sys.path.insert(0, _lib)
             break
-    import nvidia_smi as N  # noqa: E402
-    import sim_driver as D  # noqa: E402
+    import nvidia_smi  # noqa: E402
+    import sim_driver  # noqa: E402
 
 PERSISTENCED = 'nvidia-persistenced'
 FABRICMANAGER = 'nv-fabricmanager'
@@ -81,14 +81,14 @@ class Usage(Exception):
 
 def package_version_of(query, path):
     """Upstream version of the package that ships ``path`` (its file list names the undiverted path)."""
-    package = D.dpkg_owner(query, path)
-    return D.upstream(D.package_version(query, package)) if package else None
+    package = sim_driver.dpkg_owner(query, path)
+    return sim_driver.upstream(sim_driver.package_version(query, package)) if package else None
 
 
 def nvswitches(root):
     """PCI addresses of NVSwitches (vendor 0x10de, class 0x0680xx) on the simulated PCI bus."""
     found = []
-    for dev in sorted(glob.glob(D.under(root, SYSFS + '/bus/pci/devices/*'))):
+    for dev in sorted(glob.glob(sim_driver.under(root, SYSFS + '/bus/pci/devices/*'))):
         values = {}
         for name in ('vendor', 'class'):
             try:
@@ -137,9 +137,9 @@ def parse_persistenced(argv):
 
 def set_persistence(mode, log=None, root='/'):
     """Persistence mode of every simulated GPU (the daemon holds the devices open: Enabled)."""
-    profile_dir, state_file = N.sim_paths()
-    profile = N.Profile(profile_dir)
-    state = N.State(state_file, profile).load(lock=True)
+    profile_dir, state_file = nvidia_smi.sim_paths()
+    profile = nvidia_smi.Profile(profile_dir)
+    state = nvidia_smi.State(state_file, profile).load(lock=True)
     try:
         for gpu in profile.gpus():
             st = state.gpu(gpu.bus_id)
@@ -158,7 +158,7 @@ def persistenced_start(root, opts, log, pid=None):
     pid = os.getpid() if pid is None else pid
     if opts['verbose']:
         log(syslog.LOG_INFO, 'Verbose syslog connection opened')
-    pid_path = D.under(root, PD_PID_FILE)
+    pid_path = sim_driver.under(root, PD_PID_FILE)
     if not os.path.isdir(os.path.dirname(pid_path)):
         os.makedirs(os.path.dirname(pid_path))
     uid = os.getuid()
@@ -176,7 +176,7 @@ def persistenced_start(root, opts, log, pid=None):
     if handle is None:
         return False, None
     log(syslog.LOG_NOTICE, 'Started (%d)' % pid)
-    if D.loaded(root) is None:
+    if sim_driver.loaded(root) is None:
         log(syslog.LOG_ERR, PD_NO_DEVICES % uid)
         persistenced_stop(root, log, handle, pid, restore=False, verbose=opts['verbose'])
         return False, None
@@ -196,7 +196,7 @@ def persistenced_stop(root, log, handle, pid=None, restore=True, verbose=False):
         if verbose:
             log(syslog.LOG_INFO, 'PID file unlocked.')
             log(syslog.LOG_INFO, 'PID file closed.')
-    path = D.under(root, PD_PID_FILE)
+    path = sim_driver.under(root, PD_PID_FILE)
     if os.path.exists(path):
         os.remove(path)
     log(syslog.LOG_NOTICE, 'Shutdown (%d)' % (os.getpid() if pid is None else pid))
@@ -231,8 +231,8 @@ def parse_fabricmanager(argv):
 
 def fabricmanager_check(root, query=None):
     """None when fabric manager can start, else the message it fails with."""
-    query = query or D.dpkg_query(root)
-    driver = D.loaded(root)
+    query = query or sim_driver.dpkg_query(root)
+    driver = sim_driver.loaded(root)
     if driver is None:
         return FM_NO_DRIVER
     if not nvswitches(root):
@@ -262,7 +262,7 @@ def lock_pid_file(path, pid, log):
 
 
 def fabricmanager_start(root, log, pid=None):
-    handle = lock_pid_file(D.under(root, FM_PID_FILE), os.getpid() if pid is None else pid, log)
+    handle = lock_pid_file(sim_driver.under(root, FM_PID_FILE), os.getpid() if pid is None else pid, log)
     if handle is None:
         return False, None
     for line in FM_STARTED:
@@ -273,8 +273,8 @@ def fabricmanager_start(root, log, pid=None):
 def fabricmanager_stop(root, handle):
     if handle is not None:
         handle.close()
-    if os.path.exists(D.under(root, FM_PID_FILE)):
-        os.remove(D.under(root, FM_PID_FILE))
+    if os.path.exists(sim_driver.under(root, FM_PID_FILE)):
+        os.remove(sim_driver.under(root, FM_PID_FILE))
 
 
 # ---------------------------------------------------------------------------
@@ -328,8 +328,8 @@ def _syslog(ident):
 def main(argv=None):
     argv = sys.argv if argv is None else argv
     prog = os.path.basename(argv[0])
-    root = D.sim_root()
-    query = D.dpkg_query(root)
+    root = sim_driver.sim_root()
+    query = sim_driver.dpkg_query(root)
     if prog.startswith(FABRICMANAGER):
         try:
             opts = parse_fabricmanager(argv[1:])

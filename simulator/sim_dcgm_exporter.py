@@ -37,9 +37,11 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from socketserver import ThreadingMixIn
 
 try:
-    from . import sim_dcgm as S
-except ImportError:
-    import sim_dcgm as S  # noqa: E402
+    from . import nvidia_smi
+    from . import sim_dcgm_core
+except ImportError:  # the stand-in (simulator/sim_dcgm.py) run from the simulator's lib directory
+    import nvidia_smi  # noqa: E402
+    import sim_dcgm_core  # noqa: E402
 
 DEFAULT_COLLECTORS = '/etc/dcgm-exporter/default-counters.csv'
 DEFAULT_ADDRESS = ':9400'
@@ -60,7 +62,7 @@ def _xml(*paths):
     """A field read from the first of ``paths`` the GPU's XML block has (units stripped; N/A reads 0)."""
     def read(gpu):
         for path in paths:
-            value = S.N.get_value(gpu['block'], path)
+            value = nvidia_smi.get_value(gpu['block'], path)
             if value is not None:
                 return _num(value)
         return 0.0
@@ -75,7 +77,7 @@ def _xml_sum(*paths):
 
 def _yes(path):
     def read(gpu):
-        return 1.0 if (S.N.get_value(gpu['block'], path) or '').strip() == 'Yes' else 0.0
+        return 1.0 if (nvidia_smi.get_value(gpu['block'], path) or '').strip() == 'Yes' else 0.0
     return read
 
 
@@ -275,8 +277,8 @@ def password_ok(users, header):
 
 def render_metrics(root, collectors, hostname=None):
     hostname = hostname or os.environ.get('NODE_NAME') or socket.gethostname()
-    found = S.gpus(root)
-    drv = S.driver(root)
+    found = sim_dcgm_core.gpus(root)
+    drv = sim_dcgm_core.driver(root)
     extra = {'driver': drv.get('version') or '', 'serial': '', 'minor': ''}
     labels = [(name, LABEL_FIELDS[name]) for name, kind, _help in collectors if kind == 'label']
     lines = []
@@ -289,9 +291,9 @@ def render_metrics(root, collectors, hostname=None):
                      ('device', 'nvidia%d' % gpu['id']), ('modelName', gpu['name']), ('Hostname', hostname)]
             for label, key in labels:
                 value = {'name': gpu['name'], 'uuid': gpu['uuid'], 'minor': str(gpu['id']),
-                         'serial': S.N.get_value(gpu['block'], 'serial'),
-                         'vbios': S.N.get_value(gpu['block'], 'vbios_version'),
-                         'brand': S.N.get_value(gpu['block'], 'product_brand')}.get(key, extra.get(key))
+                         'serial': nvidia_smi.get_value(gpu['block'], 'serial'),
+                         'vbios': nvidia_smi.get_value(gpu['block'], 'vbios_version'),
+                         'brand': nvidia_smi.get_value(gpu['block'], 'product_brand')}.get(key, extra.get(key))
                 pairs.append((label, value))
             value = FIELDS[name](gpu)
             shown = ('%d' % value) if value == int(value) else ('%f' % value)
@@ -375,7 +377,7 @@ def parse_args(argv):
 
 def start(argv, root=None, ready=None):
     """Parse, check and serve (forever); returns the exit status when it cannot start."""
-    root = root or S.root_dir()
+    root = root or sim_dcgm_core.root_dir()
     try:
         opts = parse_args(argv)
         if opts.get('h') or opts.get('v'):
@@ -385,18 +387,18 @@ def start(argv, root=None, ready=None):
         web = read_web_config(opts['web_config']) if opts.get('web_config') else {'tls': None, 'users': {}}
         bind, port = parse_address(opts.get('address'))
         if opts.get('remote'):
-            host, remote_port = S.parse_host(opts['remote'])
+            host, remote_port = sim_dcgm_core.parse_host(opts['remote'])
             log('INFO', 'Attempting to connect to remote hostengine at %s' % opts['remote'])
             try:
-                S.request(host, remote_port, {'op': 'ping'}, timeout=5)
+                sim_dcgm_core.request(host, remote_port, {'op': 'ping'}, timeout=5)
             except (OSError, ValueError):
                 log('ERROR', 'Failed to connect to remote hostengine', mode='standalone', address=opts['remote'],
-                    error='error connecting to nv-hostengine: %s' % S.CONNECTION_ERROR)
+                    error='error connecting to nv-hostengine: %s' % sim_dcgm_core.CONNECTION_ERROR)
                 return 1
         else:
-            state = S.driver(root)
+            state = sim_dcgm_core.driver(root)
             if not state['loaded']:
-                log('ERROR', 'Failed to initialize DCGM in embedded mode', error=S.NVML_FAILED.strip())
+                log('ERROR', 'Failed to initialize DCGM in embedded mode', error=sim_dcgm_core.NVML_FAILED.strip())
                 return 1
         server = _Server((bind, port), make_handler(root, collectors, web['users']))
         if web['tls']:

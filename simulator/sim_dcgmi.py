@@ -20,9 +20,11 @@ import json
 import re
 
 try:
-    from . import sim_dcgm as S
-except ImportError:
-    import sim_dcgm as S  # noqa: E402
+    from . import nvidia_smi
+    from . import sim_dcgm_core
+except ImportError:  # the stand-in (simulator/sim_dcgm.py) run from the simulator's lib directory
+    import nvidia_smi  # noqa: E402
+    import sim_dcgm_core  # noqa: E402
 
 USAGE = ('Usage: dcgmi [--host ADDR[:PORT]] <subsystem> ...\n'
          '  discovery -l\n'
@@ -101,7 +103,7 @@ def handle(root, argv):
                        % command)
     try:
         return handler(root, rest)
-    except S.DcgmError as exc:
+    except sim_dcgm_core.DcgmError as exc:
         return RC_BADPARAM, 'Error: %s\n' % exc, ''
 
 
@@ -111,14 +113,14 @@ def _take(argv, flags_with_value, flags):
         arg = argv[i]
         if arg in flags_with_value:
             if i + 1 >= len(argv):
-                raise S.DcgmError('option %s needs a value' % arg)
+                raise sim_dcgm_core.DcgmError('option %s needs a value' % arg)
             opts[flags_with_value[arg]] = argv[i + 1]
             i += 2
             continue
         if arg in flags:
             opts[flags[arg]] = True
         else:
-            raise S.DcgmError('unknown argument %s' % arg)
+            raise sim_dcgm_core.DcgmError('unknown argument %s' % arg)
         i += 1
     return opts
 
@@ -154,9 +156,9 @@ def _styled_value(value, indent):
 def discovery(root, argv):
     opts = _take(argv, {}, {'-l': 'list', '--list': 'list', '-v': 'verbose'})
     if not opts.get('list'):
-        raise S.DcgmError('gpuops-sim simulates dcgmi discovery -l only')
+        raise sim_dcgm_core.DcgmError('gpuops-sim simulates dcgmi discovery -l only')
     rule = '+--------+----------------------------------------------------------------------+'
-    found = S.gpus(root)
+    found = sim_dcgm_core.gpus(root)
     lines = ['%d GPU%s found.' % (len(found), '' if len(found) == 1 else 's'), rule,
              '| GPU ID | Device Information                                                   |', rule]
     for gpu in found:
@@ -176,17 +178,17 @@ def discovery(root, argv):
 def _group(opts):
     value = opts.get('group', '0')
     if not re.match(r'^\d+$', value):
-        raise S.DcgmError('group id must be a number, got %s' % value)
+        raise sim_dcgm_core.DcgmError('group id must be a number, got %s' % value)
     return value
 
 
 def _ecc_failures(root, selected):
     """Health incidents the profile shows: uncorrectable ECC errors (memory system). APPROXIMATION of the text."""
     incidents = {}
-    for gpu in S.gpus(root):
+    for gpu in sim_dcgm_core.gpus(root):
         if gpu['id'] not in selected:
             continue
-        from_xml = [S.N.get_value(gpu['block'], path) for path in
+        from_xml = [nvidia_smi.get_value(gpu['block'], path) for path in
                     ('ecc_errors/volatile/dram_uncorrectable', 'ecc_errors/volatile/double_bit/total')]
         count = sum(int(v) for v in from_xml if v and v.isdigit())
         if count:
@@ -204,24 +206,24 @@ def health(root, argv):
     if opts.get('set') is not None:
         letters = opts['set']
         if not letters or set(letters) - set(HEALTH_SYSTEMS):
-            raise S.DcgmError('invalid health systems %r (known: %s)' % (letters, ''.join(sorted(HEALTH_SYSTEMS))))
-        with S.Locked(root) as state:
+            raise sim_dcgm_core.DcgmError('invalid health systems %r (known: %s)' % (letters, ''.join(sorted(HEALTH_SYSTEMS))))
+        with sim_dcgm_core.Locked(root) as state:
             state['groups'].setdefault(group, {})['health'] = letters
         return 0, 'Health monitor systems set successfully.\n', ''
     if opts.get('clear'):
-        with S.Locked(root) as state:
+        with sim_dcgm_core.Locked(root) as state:
             state['groups'].setdefault(group, {})['health'] = ''
         return 0, 'Health monitor systems set successfully.\n', ''
     if opts.get('fetch'):
-        with S.Locked(root) as state:
+        with sim_dcgm_core.Locked(root) as state:
             letters = state['groups'].get(group, {}).get('health', '')
         return 0, render_watches(letters), ''
     if not opts.get('check'):
-        raise S.DcgmError('health needs -s, -c, -f or --clear')
-    with S.Locked(root) as state:
+        raise sim_dcgm_core.DcgmError('health needs -s, -c, -f or --clear')
+    with sim_dcgm_core.Locked(root) as state:
         letters = state['groups'].get(group, {}).get('health', '')
     watched = 'a' in letters or 'm' in letters
-    incidents = _ecc_failures(root, set(g['id'] for g in S.gpus(root))) if watched else {}
+    incidents = _ecc_failures(root, set(g['id'] for g in sim_dcgm_core.gpus(root))) if watched else {}
     overall = 'Failure' if incidents else 'Healthy'
     gpus_status = dict((gpu_id, {'status': found[0]['health'], 'incidents': found})
                        for gpu_id, found in incidents.items())
@@ -279,7 +281,7 @@ def render_health(gpus_status, overall, as_json=False):
 
 def _int_option(value, flag):
     if not re.match(r'^\d+$', value or ''):
-        raise S.DcgmError('%s needs a number, got %s' % (flag, value))
+        raise sim_dcgm_core.DcgmError('%s needs a number, got %s' % (flag, value))
     return int(value)
 
 
@@ -292,24 +294,24 @@ def policy(root, argv):
     if opts.get('set') is not None:
         match = re.match(r'^([01]),([0-3])$', opts['set'])
         if not match:
-            raise S.DcgmError('--set needs ACTION,VALIDATION (action 0-1, validation 0-3), got %s' % opts['set'])
+            raise sim_dcgm_core.DcgmError('--set needs ACTION,VALIDATION (action 0-1, validation 0-3), got %s' % opts['set'])
         conditions = {}
         for key, flag, _label in CONDITIONS:
             if key in opts:
                 conditions[key] = _int_option(opts[key], flag) if flag in ('-M', '-T', '-P') else True
         if not conditions:
-            raise S.DcgmError('no policy condition given (-e, -p, -n, -x, -M, -T, -P)')
-        with S.Locked(root) as state:
+            raise sim_dcgm_core.DcgmError('no policy condition given (-e, -p, -n, -x, -M, -T, -P)')
+        with sim_dcgm_core.Locked(root) as state:
             state['groups'].setdefault(group, {})['policy'] = {
                 'conditions': conditions, 'action': int(match.group(1)), 'validation': int(match.group(2))}
         return 0, 'Policy successfully set.\n', ''
     if opts.get('clear'):
-        with S.Locked(root) as state:
+        with sim_dcgm_core.Locked(root) as state:
             state['groups'].setdefault(group, {}).pop('policy', None)
         return 0, 'Policy successfully cleared.\n', ''
     if not opts.get('get'):
-        raise S.DcgmError('policy needs --get, --set or --clear')
-    with S.Locked(root) as state:
+        raise sim_dcgm_core.DcgmError('policy needs --get, --set or --clear')
+    with sim_dcgm_core.Locked(root) as state:
         current = state['groups'].get(group, {}).get('policy') or {'conditions': {}, 'action': 0, 'validation': 0}
     return 0, render_policy(current, opts.get('json'), group), ''
 
@@ -362,7 +364,7 @@ def default_fail_test(level):
 def run_diag(root, level, selected):
     """[{'category', 'name', 'status', 'warnings': [str], 'gpus': [(id, status)]}] for the chosen GPUs."""
     fails = {}
-    for fault in S.diag_failures(root):
+    for fault in sim_dcgm_core.diag_failures(root):
         fails.setdefault(fault.get('test') or default_fail_test(level), set()).add(int(fault.get('gpu', 1)))
     results = []
     for category, name in level_tests(level):
@@ -436,23 +438,23 @@ def diag(root, argv):
     aliases = {'short': '1', 'medium': '2', 'long': '3', 'xlong': '4'}
     level = aliases.get(level, level)
     if level not in ('1', '2', '3', '4'):
-        raise S.DcgmError('gpuops-sim simulates diag -r 1..4 (short, medium, long, xlong), got %s' % level)
-    state = S.driver(root)
+        raise sim_dcgm_core.DcgmError('gpuops-sim simulates diag -r 1..4 (short, medium, long, xlong), got %s' % level)
+    state = sim_dcgm_core.driver(root)
     if not state['loaded']:
         return RC_NVVS_ERROR, 'Error: Unable to complete diagnostic for group 0. Return: (-30) %s\n' % (
             state['reason'] or 'NVML not loaded'), ''
-    found = S.gpus(root)
+    found = sim_dcgm_core.gpus(root)
     selected = [g['id'] for g in found]
     if opts.get('gpus'):
         try:
             selected = sorted(set(int(x) for x in opts['gpus'].split(',') if x.strip()))
         except ValueError:
-            raise S.DcgmError('-i needs a comma-separated list of GPU ids, got %s' % opts['gpus'])
+            raise sim_dcgm_core.DcgmError('-i needs a comma-separated list of GPU ids, got %s' % opts['gpus'])
         unknown = set(selected) - set(g['id'] for g in found)
         if unknown:
-            raise S.DcgmError('no GPU %s on this node' % ', '.join(str(u) for u in sorted(unknown)))
+            raise sim_dcgm_core.DcgmError('no GPU %s on this node' % ', '.join(str(u) for u in sorted(unknown)))
     results = run_diag(root, int(level), selected)
     device_ids = [g['device_id'] for g in found if g['id'] in selected]
     render = render_diag_json if opts.get('json') else render_diag_text
-    out = render(S.dcgm_version(root), state['version'], device_ids, results)
+    out = render(sim_dcgm_core.dcgm_version(root), state['version'], device_ids, results)
     return (RC_NVVS_ERROR if any(t['status'] == 'Fail' for t in results) else 0), out, ''

@@ -35,14 +35,14 @@ import sys
 import time
 
 try:
-    from . import sim_driver as D
+    from . import sim_driver
 except ImportError:  # run as a script: beside this file, or installed under the simulator's lib directory
     for _lib in (os.path.dirname(os.path.realpath(__file__)),
                  os.path.join(os.environ.get('GPUOPS_SIM_ROOT') or '/', 'usr/share/gpuops-sim/lib')):
         if os.path.isfile(os.path.join(_lib, 'sim_driver.py')):
             sys.path.insert(0, _lib)
             break
-    import sim_driver as D  # noqa: E402
+    import sim_driver  # noqa: E402
 
 PROFILE = 'usr/share/gpuops-sim/profile'
 SYSFS = 'usr/share/gpuops-sim/sys'
@@ -100,7 +100,7 @@ class RdmaError(Exception):
     """Something asked of the RDMA simulation that it cannot do (reported, never swallowed)."""
 
 
-under = D.under
+under = sim_driver.under
 
 
 def paths(root):
@@ -258,8 +258,8 @@ def ipoib_decision(root='/', query=None, rdma=None):
     and ``systemd-modules-load.service`` (modules-load.d; applies the blacklist). An ``install ib_ipoib
     /bin/false`` (or ``/bin/true``) in modprobe.d keeps every loader from loading it.
     """
-    query = query or D.dpkg_query(root)
-    packages = D.installed_packages(query)
+    query = query or sim_driver.dpkg_query(root)
+    packages = sim_driver.installed_packages(query)
     rules = modprobe_rules(root, 'ib_ipoib')
     drivers = set()
     for hca in (rdma or {}).get('hcas') or []:
@@ -381,9 +381,9 @@ def boot(root='/', query=None):
                 done['ipoib_netdevs'].append(name)
         dcb = dict((hca['netdev'], dict(PFC_DEFAULTS, app=[])) for hca in rdma['hcas']
                    if ethernet(hca) and hca.get('netdev'))
-        D.write_file(under(root, DCB_STATE), json.dumps(dcb, indent=2, sort_keys=True) + '\n')
+        sim_driver.write_file(under(root, DCB_STATE), json.dumps(dcb, indent=2, sort_keys=True) + '\n')
         done['dcb'] = sorted(dcb)
-    D.write_file(under(root, BOOT_FILE), json.dumps(done, indent=2, sort_keys=True) + '\n')
+    sim_driver.write_file(under(root, BOOT_FILE), json.dumps(done, indent=2, sort_keys=True) + '\n')
     return done
 
 
@@ -479,7 +479,7 @@ def arm(root, name, nic=None):
     hca = resolve_roce_hca(load_rdma(paths(root)['profile']), nic)
     faults = runtime_faults(root)
     faults[name] = sorted(set(faults.get(name, [])) | {hca['name']})
-    D.write_file(under(root, FAULTS_FILE), json.dumps(faults, indent=2, sort_keys=True) + '\n')
+    sim_driver.write_file(under(root, FAULTS_FILE), json.dumps(faults, indent=2, sort_keys=True) + '\n')
     return hca['name']
 
 
@@ -488,7 +488,7 @@ def clear(root, name=None):
     if name is not None and name not in RUNTIME_FAULTS:
         raise RdmaError('unknown run-time fault %s (known: %s)' % (name, ', '.join(RUNTIME_FAULTS)))
     faults = {} if name is None else dict((k, v) for k, v in faults.items() if k != name)
-    D.write_file(under(root, FAULTS_FILE), json.dumps(faults, indent=2, sort_keys=True) + '\n')
+    sim_driver.write_file(under(root, FAULTS_FILE), json.dumps(faults, indent=2, sort_keys=True) + '\n')
     return faults
 
 
@@ -505,7 +505,7 @@ FAULT_USAGE = ('usage: gpuops-sim fault [roce_retrans_high [nic=HCA] | clear [ro
 
 def admin_fault(argv, root=None):
     """``gpuops-sim fault ...``: (rc, out, err)."""
-    root = root or D.sim_root()
+    root = root or sim_driver.sim_root()
     try:
         if not argv:
             rdma = load_rdma(paths(root)['profile'])
@@ -527,7 +527,7 @@ def admin_fault(argv, root=None):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    root = D.sim_root()
+    root = sim_driver.sim_root()
     if argv[:1] == ['boot']:
         print(json.dumps(boot(root), sort_keys=True))
         return 0

@@ -18,7 +18,7 @@ import sys
 
 from simhelpers import REPO
 
-from simulator import install_node as I
+from simulator import install_node
 
 INSTALLER = os.path.join(REPO, 'simulator', 'install_node.py')
 
@@ -115,6 +115,6 @@ def bare_node(tmp_path, profile='h100-sxm-8gpu-ib', monkeypatch=None):
         monkeypatch.setenv('GPUOPS_SIM_ROOT', root)
         monkeypatch.setenv('GPUOPS_SIM_DPKG_QUERY', str(tmp_path / 'no-dpkg-query'))
         monkeypatch.setenv('GPUOPS_SIM_ALLOW_NONROOT', '1')
-    summary = I.install(os.path.join(REPO, 'simulator', 'profiles', profile), root, python=sys.executable,
-                        bare=True)
+    summary = install_node.install(os.path.join(REPO, 'simulator', 'profiles', profile), root, python=sys.executable,
+                                   bare=True)
     return root, summary

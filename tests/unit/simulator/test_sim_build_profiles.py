@@ -16,9 +16,11 @@ import re
 import pytest
 import yaml
 
-from simhelpers import B, N, PROFILE_NAMES, REPO, profile_path, real_text
+from simhelpers import PROFILE_NAMES, REPO, profile_path, real_text
 
-from simulator import build_profiles as BP
+from simulator import build_profiles
+from simulator import bundle
+from simulator import nvidia_smi
 
 from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle
 from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import check_profile, validate_profile
@@ -26,22 +28,22 @@ from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import
 
 @pytest.fixture(scope='module')
 def built():
-    return BP.build_all()
+    return build_profiles.build_all()
 
 
 def test_derivation_is_reproducible(built):
     assert sorted(built) == sorted(PROFILE_NAMES)
     for name, tree in built.items():
-        assert BP.compare(B.pack(tree), B.read_tree(profile_path(name))) == [], (
+        assert build_profiles.compare(bundle.pack(tree), bundle.read_tree(profile_path(name))) == [], (
             '%s differs from a fresh derivation: run python3 -m simulator.build_profiles' % name)
 
 
 def test_derivation_is_deterministic():
-    assert BP.build_all() == BP.build_all()
+    assert build_profiles.build_all() == build_profiles.build_all()
 
 
 def test_check_mode(capsys):
-    assert BP.main(['--check']) == 0
+    assert build_profiles.main(['--check']) == 0
 
 
 @pytest.mark.parametrize('name', PROFILE_NAMES)
@@ -49,8 +51,8 @@ def test_profile_yml(name):
     with open(os.path.join(profile_path(name), 'profile.yml')) as handle:
         source = handle.read()
     meta = yaml.safe_load(source)
-    assert meta == B.load_yaml(source)
-    assert B.dump_yaml(meta, BP.HEADER) == source
+    assert meta == bundle.load_yaml(source)
+    assert bundle.dump_yaml(meta, build_profiles.HEADER) == source
     assert meta['name'] == name and meta['node_class'] and meta['description']
     assert meta['faults'] == [] and meta['dcgm'] == {}
     assert meta['counts']['gpus'] == len(meta['gpus'])
@@ -58,15 +60,15 @@ def test_profile_yml(name):
         path = os.path.join(REPO, entry['path'])
         assert entry['path'].startswith('tests/fixtures/real/') and os.path.exists(path)
         assert os.path.exists(os.path.splitext(path)[0] + '.source') or os.path.exists(path + '.source')
-        assert entry['sha256'] == BP.sha256(entry['path']), 'real capture changed: %s' % entry['path']
+        assert entry['sha256'] == build_profiles.sha256(entry['path']), 'real capture changed: %s' % entry['path']
         assert entry['took']
 
 
 @pytest.mark.parametrize('name', PROFILE_NAMES)
 def test_collection_gatherer_reads_each_profile_cleanly(name, tmp_path):
-    meta = B.load_yaml(open(os.path.join(profile_path(name), 'profile.yml')).read())
+    meta = bundle.load_yaml(open(os.path.join(profile_path(name), 'profile.yml')).read())
     bundle_dir = str(tmp_path / 'bundle')
-    B.write_tree(B.read_profile(profile_path(name)), bundle_dir)
+    bundle.write_tree(bundle.read_profile(profile_path(name)), bundle_dir)
     facts = gather_bundle(bundle_dir)
     assert facts['driver_loaded'] is True and facts['driver_error'] is None
     assert facts['missing'] == [] and facts['errors'] == [] and facts['warnings'] == []
@@ -94,38 +96,38 @@ def test_collection_gatherer_reads_each_profile_cleanly(name, tmp_path):
 @pytest.mark.parametrize('name', PROFILE_NAMES)
 def test_healthy_profile_meets_its_expected_node_class(name, tmp_path):
     """expected_node_class is a valid gpu_topology_check profile that the healthy profile passes (make demo uses it)."""
-    meta = B.load_yaml(open(os.path.join(profile_path(name), 'profile.yml')).read())
+    meta = bundle.load_yaml(open(os.path.join(profile_path(name), 'profile.yml')).read())
     expected = meta['expected_node_class']
     assert validate_profile(expected) == []
     bundle_dir = str(tmp_path / 'bundle')
-    B.write_tree(B.read_profile(profile_path(name)), bundle_dir)
+    bundle.write_tree(bundle.read_profile(profile_path(name)), bundle_dir)
     assert check_profile(gather_bundle(bundle_dir), expected) == []
 
 
 def test_h100_gpu_values_come_from_the_real_q_capture():
-    q = BP.parse_q_text(real_text('nvsmi-q/h100-sxm5-80gb-della-j11g1-nvsmi-a.txt'))
-    doc = N.XmlDoc(open(os.path.join(profile_path('h100-sxm-8gpu-ib'), N.XML_FILE)).read())
+    q = build_profiles.parse_q_text(real_text('nvsmi-q/h100-sxm5-80gb-della-j11g1-nvsmi-a.txt'))
+    doc = nvidia_smi.XmlDoc(open(os.path.join(profile_path('h100-sxm-8gpu-ib'), nvidia_smi.XML_FILE)).read())
     identity = ('serial', 'uuid', 'minor_number', 'board_id', 'gpu_module_id', 'pci/pci_bus', 'pci/pci_bus_id')
     for index, block in enumerate(doc.blocks):
-        for entry in BP.H100_FROM_Q:
+        for entry in build_profiles.H100_FROM_Q:
             path, label = entry[0], entry[1]
             value = entry[2](q[label]) if len(entry) > 2 else q[label]
             if index and path in identity:
                 continue
-            assert N.get_value(block, path) == value, (index, path)
-    assert N.get_value(doc.head, 'driver_version') == q['Driver Version']
-    assert N.get_value(doc.blocks[0], 'uuid') == q['GPU UUID']
-    assert [N.get_value(b, 'pci/pci_bus_id') for b in doc.blocks][0] == q['PCI/Bus Id']
+            assert nvidia_smi.get_value(block, path) == value, (index, path)
+    assert nvidia_smi.get_value(doc.head, 'driver_version') == q['Driver Version']
+    assert nvidia_smi.get_value(doc.blocks[0], 'uuid') == q['GPU UUID']
+    assert [nvidia_smi.get_value(b, 'pci/pci_bus_id') for b in doc.blocks][0] == q['PCI/Bus Id']
 
 
 def test_h100_xml_keeps_the_template_structure():
     """Same elements in the same order as the real A100 XML, except the parts the derivation replaces."""
-    template = N.XmlDoc(real_text('nvsmi-q-xml/a100-sxm4-40gb-mig-netdata.xml'))
-    ours = N.XmlDoc(open(os.path.join(profile_path('h100-sxm-8gpu-ib'), N.XML_FILE)).read())
+    template = nvidia_smi.XmlDoc(real_text('nvsmi-q-xml/a100-sxm4-40gb-mig-netdata.xml'))
+    ours = nvidia_smi.XmlDoc(open(os.path.join(profile_path('h100-sxm-8gpu-ib'), nvidia_smi.XML_FILE)).read())
 
     def tags(block):
         for path in ('mig_devices', 'remapped_rows', 'supported_clocks'):
-            block = N.replace_element(block, path, '<%s/>' % path)
+            block = nvidia_smi.replace_element(block, path, '<%s/>' % path)
         return [m.group(1) for m in re.finditer(r'<([a-z_0-9]+)[ />]', block)]
     assert tags(template.blocks[0]) == tags(ours.blocks[0])
     assert ours.head.splitlines()[:3] == template.head.splitlines()[:3]
@@ -133,9 +135,9 @@ def test_h100_xml_keeps_the_template_structure():
 
 
 def test_a100_gpu_elements_are_the_real_one_with_recorded_changes():
-    real = N.XmlDoc(real_text('nvsmi-q-xml/a100-sxm4-40gb-mig-netdata.xml')).blocks[0]
-    doc = N.XmlDoc(open(os.path.join(profile_path('a100-sxm-8gpu-ib'), N.XML_FILE)).read())
-    base = BP.a100_base_block(real)
+    real = nvidia_smi.XmlDoc(real_text('nvsmi-q-xml/a100-sxm4-40gb-mig-netdata.xml')).blocks[0]
+    doc = nvidia_smi.XmlDoc(open(os.path.join(profile_path('a100-sxm-8gpu-ib'), nvidia_smi.XML_FILE)).read())
+    base = build_profiles.a100_base_block(real)
     for index, block in enumerate(doc.blocks):
         differing = [(a, b) for a, b in zip(base.splitlines(), block.splitlines()) if a != b]
         changed_tags = set(re.search(r'<([a-z_]+)', a).group(1) for a, _b in differing)
@@ -146,11 +148,11 @@ def test_a100_gpu_elements_are_the_real_one_with_recorded_changes():
 
 
 def test_topologies_keep_the_real_captures():
-    assert open(os.path.join(profile_path('h100-sxm-8gpu-ib'), N.TOPO_FILE)).read() == \
+    assert open(os.path.join(profile_path('h100-sxm-8gpu-ib'), nvidia_smi.TOPO_FILE)).read() == \
         real_text('topo/h100-8gpu-12nic-tpgds-aihub0007-numa-off.txt')
-    assert open(os.path.join(profile_path('a100-sxm-8gpu-ib'), N.TOPO_FILE)).read() == \
+    assert open(os.path.join(profile_path('a100-sxm-8gpu-ib'), nvidia_smi.TOPO_FILE)).read() == \
         real_text('topo/dgx-a100-8gpu-12nic.txt')
-    ours = open(os.path.join(profile_path('pcie-4gpu-roce'), N.TOPO_FILE)).read().splitlines()
+    ours = open(os.path.join(profile_path('pcie-4gpu-roce'), nvidia_smi.TOPO_FILE)).read().splitlines()
     real = real_text('topo/rtx5060ti-4gpu-pcie-phb-aisandbox.txt').splitlines()
     for our_row, real_row in zip(ours[:5], real):
         cells = our_row.split('\t')
@@ -164,7 +166,7 @@ def test_topologies_keep_the_real_captures():
 
 def test_nvlink_blocks_replicate_the_real_capture():
     real = real_text('nvlink/h100-nvlink-status-i0.txt').splitlines()
-    ours = open(os.path.join(profile_path('h100-sxm-8gpu-ib'), N.NVLINK_FILE)).read().splitlines()
+    ours = open(os.path.join(profile_path('h100-sxm-8gpu-ib'), nvidia_smi.NVLINK_FILE)).read().splitlines()
     assert len(ours) == 8 * len(real)
     for i in range(8):
         assert ours[i * 19 + 1:(i + 1) * 19] == real[1:]
@@ -172,7 +174,7 @@ def test_nvlink_blocks_replicate_the_real_capture():
 
 def test_ib_sysfs_values_come_from_the_real_captures(tmp_path):
     bundle_dir = str(tmp_path / 'bundle')
-    B.write_tree(B.read_profile(profile_path('h100-sxm-8gpu-ib')), bundle_dir)
+    bundle.write_tree(bundle.read_profile(profile_path('h100-sxm-8gpu-ib')), bundle_dir)
     base = os.path.join(bundle_dir, 'sys', 'class', 'infiniband')
     gpud = os.path.join(REPO, 'tests', 'fixtures', 'real', 'ib-sysfs', 'gpud-sys-class-infiniband-h100.0')
     with open(os.path.join(gpud, 'mlx5_0', 'ports', '1', 'rate')) as handle:
@@ -189,38 +191,38 @@ def test_ib_sysfs_values_come_from_the_real_captures(tmp_path):
 def test_committed_profiles_are_sanity_clean():
     """No ':' in committed names and no symlinks (ansible-test sanity rules); sysfs lives in sys.ttar."""
     for name in PROFILE_NAMES:
-        tree = B.read_tree(profile_path(name))
-        assert B.SYS_ARCHIVE in tree
-        assert not any(isinstance(v, B.Link) or ':' in rel for rel, v in tree.items())
+        tree = bundle.read_tree(profile_path(name))
+        assert bundle.SYS_ARCHIVE in tree
+        assert not any(isinstance(v, bundle.Link) or ':' in rel for rel, v in tree.items())
 
 
 def test_ttar_round_trip_and_test_extractor(tmp_path):
     from real_captures import extract_ttar
-    tree = B.read_profile(profile_path('a100-sxm-8gpu-ib'))
+    tree = bundle.read_profile(profile_path('a100-sxm-8gpu-ib'))
     sys_tree = dict((rel[4:], v) for rel, v in tree.items() if rel.startswith('sys/'))
-    text = B.dump_ttar(sys_tree)
-    assert B.load_ttar(text) == sys_tree
+    text = bundle.dump_ttar(sys_tree)
+    assert bundle.load_ttar(text) == sys_tree
     archive = tmp_path / 'sys.ttar'
     archive.write_text(text)
     extract_ttar(str(archive), str(tmp_path / 'sys'))
-    extracted = B.read_tree(str(tmp_path / 'sys'))
+    extracted = bundle.read_tree(str(tmp_path / 'sys'))
     assert extracted == sys_tree
     odd = {'a/b': b'no newline', 'a/c': b'x\n\ny\n'}
-    assert B.load_ttar(B.dump_ttar(odd)) == odd
+    assert bundle.load_ttar(bundle.dump_ttar(odd)) == odd
 
 
 def test_mig_tables():
-    table = open(os.path.join(profile_path('h100-sxm-8gpu-ib'), N.MIG_FILE)).read()
-    rows = BP.parse_lgip(real_text('mig/h100-80gb-lgip.txt'))
+    table = open(os.path.join(profile_path('h100-sxm-8gpu-ib'), nvidia_smi.MIG_FILE)).read()
+    rows = build_profiles.parse_lgip(real_text('mig/h100-80gb-lgip.txt'))
     assert [p['name'] for p in rows] == [p['name'] for p in __import__('json').loads(table)['NVIDIA H100 80GB HBM3']['profiles']]
-    assert N.render_lgip([(0, BP.mig_geometry(r, '79.25'), r['free']) for r in rows]) == real_text('mig/h100-80gb-lgip.txt')
+    assert nvidia_smi.render_lgip([(0, build_profiles.mig_geometry(r, '79.25'), r['free']) for r in rows]) == real_text('mig/h100-80gb-lgip.txt')
 
 
 def test_yaml_subset_round_trip():
     value = {'a': 1, 'b': 'two: "quoted"', 'c': [1, 'x', {'d': None, 'e': [], 'f': {}}], 'g': {'h': True},
              'weird key': -1.5, 'l': [[1, 2], []]}
-    text = B.dump_yaml(value, 'header')
-    assert yaml.safe_load(text) == value == B.load_yaml(text)
+    text = bundle.dump_yaml(value, 'header')
+    assert yaml.safe_load(text) == value == bundle.load_yaml(text)
 
 
 def test_sources_are_python38_syntax():
@@ -235,7 +237,7 @@ def test_real_captures_are_read_only():
     """The derivation only reads tests/fixtures/real (its digests are recorded per profile)."""
     digest = hashlib.sha256()
     real = os.path.join(REPO, 'tests', 'fixtures', 'real')
-    before = B.read_tree(real)
-    BP.build_all()
-    assert B.read_tree(real) == before
+    before = bundle.read_tree(real)
+    build_profiles.build_all()
+    assert bundle.read_tree(real) == before
     digest.update(b'ok')

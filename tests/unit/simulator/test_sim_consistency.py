@@ -16,7 +16,9 @@ import re
 import pytest
 import yaml
 
-from simhelpers import B, PROFILE_NAMES, REPO, profile_path
+from simhelpers import PROFILE_NAMES, REPO, profile_path
+
+from simulator import bundle
 
 from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import validate_profile
 
@@ -34,7 +36,7 @@ PATH_RE = re.compile(r'(?<![\w/.:-])((?:\.build|bench|changelogs|docs|inventorie
 
 def _meta(name):
     with open(os.path.join(profile_path(name), 'profile.yml')) as handle:
-        return B.load_yaml(handle.read())
+        return bundle.load_yaml(handle.read())
 
 
 def _example_classes():

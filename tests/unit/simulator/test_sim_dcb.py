@@ -19,9 +19,9 @@ import pytest
 from drivertools import FakeDpkg, write
 from simhelpers import REAL, profile_path
 
-from simulator import install_node as I
-from simulator import sim_dcb as S
-from simulator import sim_rdma as R
+from simulator import install_node
+from simulator import sim_dcb
+from simulator import sim_rdma
 
 DEV = 'enp1s0f0np0'
 # /etc/iproute2/rt_dsfield of Debian 12's iproute2 6.1.0-3 (the names dcb prints without -N)
@@ -36,12 +36,12 @@ PFC_OFF = 'pfc-cap 8 macsec-bypass off delay 7 \nprio-pfc 0:off 1:off 2:off 3:of
 def node(tmp_path, monkeypatch):
     monkeypatch.delenv('GPUOPS_SIM_PROFILE', raising=False)
     root = str(tmp_path / 'node')
-    I.install(profile_path('pcie-4gpu-roce'), root, python=sys.executable)
+    install_node.install(profile_path('pcie-4gpu-roce'), root, python=sys.executable)
     names = write(tmp_path, 'rt_dsfield', RT_DSFIELD)
     env = {'GPUOPS_SIM_ROOT': root, 'GPUOPS_SIM_RT_DSFIELD': names}
 
     def dcb(*argv):
-        return S.run(list(argv), env)
+        return sim_dcb.run(list(argv), env)
     dcb.root, dcb.env = root, env
     return dcb
 
@@ -72,8 +72,8 @@ def test_argument_errors_are_the_real_tools(node, capture, args, rc):
 
 
 def test_a_netdev_without_dcb(node):
-    R.boot(node.root, FakeDpkg({'rdma-core': '44.0-2'}))                 # no IPoIB netdev on a RoCE node
-    tmp = os.path.join(node.root, R.SYSFS, 'class/net/ibp1s0')
+    sim_rdma.boot(node.root, FakeDpkg({'rdma-core': '44.0-2'}))                 # no IPoIB netdev on a RoCE node
+    tmp = os.path.join(node.root, sim_rdma.SYSFS, 'class/net/ibp1s0')
     os.makedirs(tmp)
     write(tmp, 'type', '32\n')
     assert node('-j', 'pfc', 'show', 'dev', 'ibp1s0') == (1, real('json-pfc-show-lo-ERROR'),
@@ -147,8 +147,8 @@ def test_app_dscp_table(node):
     assert node('app', 'add', 'dev', DEV, 'dscp-prio', 'all:1') == (0, '', '')
     assert node('-N', 'app', 'show', 'dev', DEV)[1] == 'dscp-prio %s \n' % ' '.join('%d:1' % d for d in range(64))
     assert node('app', 'flush', 'dev', DEV) == (0, '', '')
-    with open(os.path.join(node.root, R.DCB_STATE)) as handle:
-        assert json.load(handle)[DEV] == dict(R.PFC_DEFAULTS, app=[])
+    with open(os.path.join(node.root, sim_rdma.DCB_STATE)) as handle:
+        assert json.load(handle)[DEV] == dict(sim_rdma.PFC_DEFAULTS, app=[])
 
 
 def test_app_replace_on_mlx5(node):
@@ -167,7 +167,7 @@ def test_writes_need_root(node, monkeypatch):
     monkeypatch.setattr(os, 'geteuid', lambda: 1000)
     assert node('pfc', 'set', 'dev', DEV, 'prio-pfc', '3:on') == (1, '', 'Attribute write: Operation not permitted\n')
     assert node('pfc', 'show', 'dev', DEV) == (0, PFC_OFF, '')
-    assert S.run(['app', 'add', 'dev', DEV, 'dscp-prio', '26:3'], dict(node.env, GPUOPS_SIM_ALLOW_NONROOT='1'))[0] == 0
+    assert sim_dcb.run(['app', 'add', 'dev', DEV, 'dscp-prio', '26:3'], dict(node.env, GPUOPS_SIM_ALLOW_NONROOT='1'))[0] == 0
 
 
 def test_not_simulated_objects(node):
@@ -179,7 +179,7 @@ def test_not_simulated_objects(node):
                                   ['pfc', 'show'], ['pfc', 'show', 'dev'], ['-b', 'file'], ['bogus'],
                                   ['pfc', 'show', 'dev', 'x' * 16], ['pfc', 'show', DEV]])
 def test_anything_else_is_the_real_dcb(node, argv):
-    with pytest.raises(S.Passthrough):
+    with pytest.raises(sim_dcb.Passthrough):
         node(*argv)
 
 
@@ -203,12 +203,12 @@ def test_installed_stand_in_keeps_state_across_runs_and_execs_the_real_dcb(node,
     assert run('-V') == (0, 'real dcb: -V\n', '')
     assert run('-V', GPUOPS_SIM_REAL_DCB=str(tmp_path / 'none')) == (
         127, '', 'gpuops-sim: dcb: %s is not installed (iproute2)\n' % (tmp_path / 'none'))
-    R.boot(node.root, FakeDpkg())                                          # a reboot
+    sim_rdma.boot(node.root, FakeDpkg())                                          # a reboot
     assert run('pfc', 'show', 'dev', DEV) == (0, PFC_OFF, '')
     assert run('-N', 'app', 'show', 'dev', DEV, 'dscp-prio') == (0, '', '')
 
 
 def test_iproute2_number_parsing():
-    assert [S.strtoul(a, 255) for a in ('0', '010', '0x1a', '26', '+5', ' 7')] == [0, 8, 26, 26, 5, 7]
-    assert [S.strtoul(a, 255) for a in ('-1', '0x', '1a', '08', '256', '')] == [None] * 6
-    assert S.strtoul('1a', 255, 16) == 26
+    assert [sim_dcb.strtoul(a, 255) for a in ('0', '010', '0x1a', '26', '+5', ' 7')] == [0, 8, 26, 26, 5, 7]
+    assert [sim_dcb.strtoul(a, 255) for a in ('-1', '0x', '1a', '08', '256', '')] == [None] * 6
+    assert sim_dcb.strtoul('1a', 255, 16) == 26

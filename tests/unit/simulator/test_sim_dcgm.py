@@ -22,13 +22,17 @@ import urllib.request
 
 import pytest
 
-from simhelpers import B, N, REPO, profile_path, real_text
+from simhelpers import REPO, profile_path, real_text
 
-from simulator import faults as F
-from simulator import install_node as I
-from simulator import sim_dcgm as G
-from simulator import sim_dcgm_exporter as X
-from simulator import sim_dcgmi as DI
+from simulator import admin
+from simulator import bundle
+from simulator import faults
+from simulator import install_node
+from simulator import sim_dcgm
+from simulator import sim_dcgm_core
+from simulator import sim_dcgm_exporter
+from simulator import sim_dcgmi
+
 
 H100 = 'h100-sxm-8gpu-ib'
 PCIE = 'pcie-4gpu-roce'
@@ -53,11 +57,11 @@ def dcgm_node(tmp_path, monkeypatch):
     """install(name, faults) -> root: a replayed node with the DCGM packages' files diverted and the stand-ins."""
     def _install(name=H100, faults=()):
         root = str(tmp_path / 'node')
-        I.install(profile_path(name), root, faults, sys.executable)
-        for rel in G.STANDINS:
+        install_node.install(profile_path(name), root, faults, sys.executable)
+        for rel in sim_dcgm.STANDINS:
             with open(os.path.join(root, rel + '.distrib'), 'w') as handle:
                 handle.write('package file\n')
-        assert sorted(G.sync(root)['placed']) == sorted('/' + rel for rel in G.STANDINS)
+        assert sorted(sim_dcgm.sync(root)['placed']) == sorted('/' + rel for rel in sim_dcgm.STANDINS)
         monkeypatch.setenv('GPUOPS_SIM_ROOT', root)
         monkeypatch.setenv('GPUOPS_SIM_DCGM_VERSION', '4.2.3')
         return root
@@ -74,7 +78,7 @@ def engine(dcgm_node):
         port = _free_port()
         stop = threading.Event()
         ready = threading.Event()
-        thread = threading.Thread(target=G.serve, args=(root, '127.0.0.1', port, lambda _a: ready.set(), stop))
+        thread = threading.Thread(target=sim_dcgm.serve, args=(root, '127.0.0.1', port, lambda _a: ready.set(), stop))
         thread.start()
         assert ready.wait(5)
         roots.append((stop, thread))
@@ -87,7 +91,7 @@ def engine(dcgm_node):
 
 def dcgmi(port, *argv):
     out = io.StringIO()
-    rc = G.dcgmi_main(['--host', '127.0.0.1:%d' % port] + list(argv), out=out)
+    rc = sim_dcgm.dcgmi_main(['--host', '127.0.0.1:%d' % port] + list(argv), out=out)
     return rc, out.getvalue()
 
 
@@ -157,10 +161,10 @@ def test_discovery_in_the_real_layout(engine):
     real = real_text('dcgmi/discovery-l-v100-pcie-1gpu.txt').splitlines()
     lines = out.splitlines()
     assert lines[0] == '4 GPUs found.' and lines[-10:] == real[-10:]
-    gpus = G.gpus(root)
+    gpus = sim_dcgm_core.gpus(root)
     assert '| 3      | Name: %s' % gpus[3]['name'] in out and 'PCI Bus ID: %s' % gpus[3]['bus_id'] in out
     assert all(len(line) == len(real[1]) for line in lines if line.startswith('|') and 'Switch' not in line)
-    health = _parsers('dcgm_health')
+    health = _parsers('parsers.dcgmi_health')
     parsed = health.parse_discovery(out)
     assert out == health.render_discovery(parsed)
     assert [(g['gpu'], g['bus_id'], g['uuid']) for g in parsed] == [(g['id'], g['bus_id'], g['uuid']) for g in gpus]
@@ -173,13 +177,13 @@ def test_diag_pass(engine, level):
     assert rc == 0 and out.startswith('Successfully ran diagnostic for group.\n')
     real = real_text('dcgmi/diag-r2-dcgm441-b200-8gpu-pcie-FAIL-slurm.txt').splitlines()
     assert all(len(line) == len(real[0]) for line in out.splitlines()[1:])
-    names = [name for _c, name in DI.level_tests(level)]
+    names = [name for _c, name in sim_dcgmi.level_tests(level)]
     assert ('| memory ' in out) == (level >= 2) and len(names) == {1: 1, 2: 3, 3: 7, 4: 9}[level]
     rc, text = dcgmi(port, 'diag', '-r', str(level), '-j')
     document = json.loads(text)
     tests = [t['name'] for c in document['DCGM Diagnostic']['test_categories'] for t in c['tests']]
     assert sorted(tests) == sorted(names) and rc == 0
-    diag = _parsers('dcgm_diag')
+    diag = _parsers('parsers.dcgmi_diag')
     for output, fmt in ((out, 'text-dcgm4'), (text, 'json-dcgm4')):
         parsed = diag.parse_diag(output)
         assert (parsed['format'], parsed['verdict'], parsed['gpus']) == (fmt, 'Pass', list(range(8)))
@@ -188,31 +192,31 @@ def test_diag_pass(engine, level):
 def test_diag_fault_at_run_time_and_from_the_profile(engine):
     _root, port = engine(PCIE, ['dcgm_diag_fail:gpu=3,test=pcie'])
     rc, out = dcgmi(port, 'diag', '-r', '2')
-    assert rc == DI.RC_NVVS_ERROR and '| pcie                      | Fail ' in out and 'GPU3: Fail' in out
+    assert rc == sim_dcgmi.RC_NVVS_ERROR and '| pcie                      | Fail ' in out and 'GPU3: Fail' in out
     assert '| Warning                   | There was an internal error during the test:   |' in out
-    assert N.run(['fault', 'dcgm_diag_fail'], prog='gpuops-sim').out == (
+    assert admin.run(['fault', 'dcgm_diag_fail']).out == (
         'gpuops-sim: fault dcgm_diag_fail armed (gpu=1, test=default)\n')
     rc, out = dcgmi(port, 'diag', '-r', '2', '-j', '-i', '1,3')
     document = json.loads(out)
     by_name = dict((t['name'], t) for c in document['DCGM Diagnostic']['test_categories'] for t in c['tests'])
-    assert by_name['memory']['test_summary']['status'] == 'Fail' and rc == DI.RC_NVVS_ERROR
+    assert by_name['memory']['test_summary']['status'] == 'Fail' and rc == sim_dcgmi.RC_NVVS_ERROR
     assert [r['status'] for r in by_name['memory']['results']] == ['Fail', 'Pass']
     assert [r['entity_id'] for r in by_name['pcie']['results']] == [1, 3]
-    assert dcgmi(port, 'diag', '-r', '1')[0] == DI.RC_NVVS_ERROR   # software at level 1
-    listed = json.loads(N.run(['fault'], prog='gpuops-sim').out)
+    assert dcgmi(port, 'diag', '-r', '1')[0] == sim_dcgmi.RC_NVVS_ERROR   # software at level 1
+    listed = json.loads(admin.run(['fault']).out)
     assert listed['profile'] == {'dcgm_diag_fail': [{'gpu': 3, 'test': 'pcie'}]}
     assert listed['runtime']['dcgm_diag_fail'] == {'gpu': 1, 'test': None}
-    diag = _parsers('dcgm_diag')
+    diag = _parsers('parsers.dcgmi_diag')
     parsed = diag.parse_diag(dcgmi(port, 'diag', '-r', '2')[1])
     assert parsed['verdict'] == 'Fail'
     assert set(f['subject'] for f in diag.diag_failures(parsed)) >= {'GPU 1', 'GPU 3'}
-    assert N.run(['fault', 'clear', 'dcgm_diag_fail'], prog='gpuops-sim').rc == 0
+    assert admin.run(['fault', 'clear', 'dcgm_diag_fail']).rc == 0
     assert dcgmi(port, 'diag', '-r', '1')[0] == 0
 
 
 def test_diag_bad_arguments(engine):
     _root, port = engine(PCIE)
-    assert dcgmi(port, 'diag', '-r', '5')[0] == DI.RC_BADPARAM
+    assert dcgmi(port, 'diag', '-r', '5')[0] == sim_dcgmi.RC_BADPARAM
     assert 'no GPU 9' in dcgmi(port, 'diag', '-r', '1', '-i', '9')[1]
     assert dcgmi(port, 'nvlink', '-s')[0] == 1
 
@@ -222,7 +226,7 @@ def test_policy_set_get_clear_is_state(engine):
     assert '| Violation conditions        | None ' in dcgmi(port, 'policy', '--get')[1]
     assert dcgmi(port, 'policy', '--set', '1,1', '-e', '-p', '-M', '60', '-T', '90', '-P', '700', '-n', '-x') == (
         0, 'Policy successfully set.\n')
-    with open(os.path.join(root, G.STATE_FILE)) as handle:
+    with open(os.path.join(root, sim_dcgm_core.STATE_FILE)) as handle:
         state = json.load(handle)
     assert state['groups']['0']['policy'] == {'action': 1, 'validation': 1, 'conditions': {
         'dbe': True, 'pcie': True, 'max_pages': 60, 'thermal': 90, 'power': 700, 'nvlink': True, 'xid': True}}
@@ -235,10 +239,10 @@ def test_policy_set_get_clear_is_state(engine):
     assert out == policy_mod.render_policy_get(parsed)
     assert dcgmi(port, 'policy', '--get', '-j')[1] == policy_mod.render_policy_get(parsed, json_output=True)
     assert policy_mod.parse_policy_get(dcgmi(port, 'policy', '--get', '-j')[1]) == parsed
-    assert [(c['name'], c['flag'], c['label']) for c in policy_mod.CONDITIONS] == list(DI.CONDITIONS)
+    assert [(c['name'], c['flag'], c['label']) for c in policy_mod.CONDITIONS] == list(sim_dcgmi.CONDITIONS)
     assert dcgmi(port, 'policy', '-g', '0', '--clear')[0] == 0
     assert not policy_mod.parse_policy_get(dcgmi(port, 'policy', '--get')[1]).get('conditions')
-    assert dcgmi(port, 'policy', '--set', '0,0')[0] == DI.RC_BADPARAM
+    assert dcgmi(port, 'policy', '--set', '0,0')[0] == sim_dcgmi.RC_BADPARAM
 
 
 def test_health(engine):
@@ -248,7 +252,7 @@ def test_health(engine):
     assert rc == 0 and out.startswith('+---') and 'Failure' in out
     rc, text = dcgmi(port, 'health', '-c', '-j')
     assert json.loads(text)['body']['Overall Health'] == {'value': 'Failure'}
-    health = _parsers('dcgm_health')
+    health = _parsers('parsers.dcgmi_health')
     for output in (out, text):
         parsed = health.parse_health_check(output)
         assert parsed['overall'] == 'Failure' and parsed['gpus'][2]['incidents'][0]['system'].startswith('Memory')
@@ -267,51 +271,51 @@ def test_styled_json_matches_the_capture():
     depth = len(lines[0]) - len(lines[0].lstrip())
     expected = [line[depth:].replace(' ' * 8, '\t') for line in lines]
     # the posted fragment lost the trailing space after "key :" (the health capture keeps it)
-    assert [line.rstrip() for line in DI.styled(value).splitlines()] == expected
+    assert [line.rstrip() for line in sim_dcgmi.styled(value).splitlines()] == expected
     health = real_text('dcgmi/health-c-j-healthy-despite-gpu1-recovery-reset.json')
-    assert DI.styled(json.loads(health)) == health.rstrip('\n').replace(' ' * 8, '\t')
+    assert sim_dcgmi.styled(json.loads(health)) == health.rstrip('\n').replace(' ' * 8, '\t')
 
 
 # ---------------------------------------------------------------- faults and install
 
 def test_dcgm_diag_fail_profile_fault():
-    tree = B.read_profile(profile_path(H100))
-    assert F.FAULTS['dcgm_diag_fail'].apply(tree, gpu=2) == ['sim/dcgm.json']
-    assert json.loads(B.text(tree, 'sim/dcgm.json')) == {'diag_fail': [{'gpu': 2, 'test': None}]}
-    with pytest.raises(F.FaultError, match='unknown DCGM test'):
-        F.FAULTS['dcgm_diag_fail'].apply(tree, test='bogus')
-    with pytest.raises(F.FaultError, match='no GPU 8'):
-        F.FAULTS['dcgm_diag_fail'].apply(tree, gpu=8)
+    tree = bundle.read_profile(profile_path(H100))
+    assert faults.FAULTS['dcgm_diag_fail'].apply(tree, gpu=2) == ['sim/dcgm.json']
+    assert json.loads(bundle.text(tree, 'sim/dcgm.json')) == {'diag_fail': [{'gpu': 2, 'test': None}]}
+    with pytest.raises(faults.FaultError, match='unknown DCGM test'):
+        faults.FAULTS['dcgm_diag_fail'].apply(tree, test='bogus')
+    with pytest.raises(faults.FaultError, match='no GPU 8'):
+        faults.FAULTS['dcgm_diag_fail'].apply(tree, gpu=8)
 
 
 def test_runtime_faults_file(dcgm_node):
     root = dcgm_node(PCIE)
-    assert N.run(['fault', 'nccl_slow', 'factor=0.5'], prog='gpuops-sim').rc == 0
-    assert N.run(['fault', 'dcgm_diag_fail', 'gpu=2', 'test=pcie'], prog='gpuops-sim').rc == 0
-    with open(os.path.join(root, G.RUNTIME_FAULTS_FILE)) as handle:
+    assert admin.run(['fault', 'nccl_slow', 'factor=0.5']).rc == 0
+    assert admin.run(['fault', 'dcgm_diag_fail', 'gpu=2', 'test=pcie']).rc == 0
+    with open(os.path.join(root, sim_dcgm_core.RUNTIME_FAULTS_FILE)) as handle:
         assert json.load(handle) == {'nccl_slow': {'factor': 0.5}, 'dcgm_diag_fail': {'gpu': 2, 'test': 'pcie'}}
-    assert N.run(['fault', 'nccl_slow', 'factor=2'], prog='gpuops-sim').rc == 1
-    assert N.run(['fault', 'dcgm_diag_fail', 'gpu=4'], prog='gpuops-sim').err == (
+    assert admin.run(['fault', 'nccl_slow', 'factor=2']).rc == 1
+    assert admin.run(['fault', 'dcgm_diag_fail', 'gpu=4']).err == (
         'gpuops-sim: fault: no GPU 4 (the profile has 4)\n')
-    assert 'dcgm_diag_fail' in N.run(['fault', '-h'], prog='gpuops-sim').out
-    assert N.run(['fault', 'roce_retrans_high'], prog='gpuops-sim').rc == 0
-    assert N.run(['fault', 'clear'], prog='gpuops-sim').rc == 0
-    assert json.loads(N.run(['fault'], prog='gpuops-sim').out) == {'profile': {}, 'runtime': {}}
+    assert 'dcgm_diag_fail' in admin.run(['fault', '-h']).out
+    assert admin.run(['fault', 'roce_retrans_high']).rc == 0
+    assert admin.run(['fault', 'clear']).rc == 0
+    assert json.loads(admin.run(['fault']).out) == {'profile': {}, 'runtime': {}}
 
 
 def test_standins_follow_the_packages_and_uninstall(dcgm_node):
     root = dcgm_node(PCIE)
-    for rel in G.STANDINS:
+    for rel in sim_dcgm.STANDINS:
         with open(os.path.join(root, rel), 'rb') as handle:
             assert handle.readline() == ('#!%s\n' % sys.executable).encode()
     with open(os.path.join(root, 'etc/dpkg/dpkg.cfg.d/gpuops-sim-dcgm')) as handle:
         assert 'post-invoke=if [ -f /usr/share/gpuops-sim/lib/sim_dcgm.py ]; then' in handle.read()
     os.remove(os.path.join(root, 'usr/bin/dcgm-exporter.distrib'))   # the exporter package removed
-    assert G.sync(root) == {'placed': [], 'removed': ['/usr/bin/dcgm-exporter'],
-                            'kept': ['/usr/bin/dcgmi', '/usr/bin/nv-hostengine']}
-    summary = I.install(profile_path(PCIE), root, (), sys.executable)
-    assert [d['argv'][-1] for d in summary['dcgm_diversions']] == ['/' + rel for rel in G.STANDINS]
-    removed = I.uninstall(root)['removed']
+    assert sim_dcgm.sync(root) == {'placed': [], 'removed': ['/usr/bin/dcgm-exporter'],
+                                   'kept': ['/usr/bin/dcgmi', '/usr/bin/nv-hostengine']}
+    summary = install_node.install(profile_path(PCIE), root, (), sys.executable)
+    assert [d['argv'][-1] for d in summary['dcgm_diversions']] == ['/' + rel for rel in sim_dcgm.STANDINS]
+    removed = install_node.uninstall(root)['removed']
     assert os.path.join(root, 'usr/bin/dcgmi') in removed and not os.path.exists(os.path.join(root, 'usr/bin/dcgmi'))
     assert not os.path.exists(os.path.join(root, 'etc/dpkg/dpkg.cfg.d/gpuops-sim-dcgm'))
 
@@ -347,8 +351,8 @@ def exporter(tmp_path):
         ready = threading.Event()
 
         def run():
-            box['rc'] = X.start(['-f', str(csv), '-a', '127.0.0.1:%d' % port] + list(argv), root,
-                                ready=lambda server: (box.update(server=server), ready.set()))
+            box['rc'] = sim_dcgm_exporter.start(['-f', str(csv), '-a', '127.0.0.1:%d' % port] + list(argv), root,
+                                                ready=lambda server: (box.update(server=server), ready.set()))
             ready.set()
         thread = threading.Thread(target=run)
         thread.start()
@@ -384,7 +388,7 @@ def test_exporter_serves_the_csv_fields(engine, exporter):
     assert status == 200 and sorted(metrics) == sorted(line.split(',')[0] for line in CSV.splitlines()
                                                        if line.startswith('DCGM') and 'label' not in line)
     assert metrics['DCGM_FI_DEV_GPU_TEMP']['help'] == 'GPU temperature (in C).'
-    gpus = G.gpus(root)
+    gpus = sim_dcgm_core.gpus(root)
     labels, value = metrics['DCGM_FI_DEV_SM_CLOCK']['samples'][3]
     assert list(labels) == ['gpu', 'UUID', 'pci_bus_id', 'device', 'modelName', 'Hostname', 'DCGM_FI_DRIVER_VERSION']
     assert (labels['gpu'], labels['UUID'], labels['pci_bus_id'], labels['device'], labels['modelName']) == (
@@ -402,28 +406,28 @@ def test_exporter_refuses_to_start(dcgm_node, exporter, tmp_path, capsys):
         capsys.readouterr().err
     bad = tmp_path / 'bad.csv'
     bad.write_text('DCGM_FI_DEV_NO_SUCH_FIELD, gauge, nothing\n')
-    assert X.start(['-f', str(bad)], root) == 1
+    assert sim_dcgm_exporter.start(['-f', str(bad)], root) == 1
     assert 'could not find DCGM field DCGM_FI_DEV_NO_SUCH_FIELD' in capsys.readouterr().err
     web = tmp_path / 'web.yml'
     web.write_text('basic_auth_users:\n  prometheus: plaintext\n')
-    assert X.start(['-f', str(bad), '--web-config-file', str(web)], root) == 1
+    assert sim_dcgm_exporter.start(['-f', str(bad), '--web-config-file', str(web)], root) == 1
 
 
 def test_exporter_reads_the_test_repository_counters(tmp_path):
     sys.path.insert(0, os.path.join(REPO, 'tests', 'repo'))
     try:
-        import build_cuda_repo as C  # pylint: disable=import-outside-toplevel
+        import build_cuda_repo  # pylint: disable=import-outside-toplevel
     finally:
         sys.path.pop(0)
     for version in ('4.1.3-4.1.0', '4.6.0-4.7.1'):
         csv = tmp_path / ('%s.csv' % version)
-        csv.write_text(C.counters(version))
-        assert len(X.read_collectors(str(csv))) >= 25
+        csv.write_text(build_cuda_repo.counters(version))
+        assert len(sim_dcgm_exporter.read_collectors(str(csv))) >= 25
 
 
 def test_exporter_basic_auth(dcgm_node, exporter, tmp_path):
     root = dcgm_node(PCIE)
-    crypt = X._crypt()  # pylint: disable=protected-access
+    crypt = sim_dcgm_exporter._crypt()  # pylint: disable=protected-access
     hashed = crypt.crypt('s3cret', crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16)).replace('$2b$', '$2y$')
     web = tmp_path / 'web.yml'
     web.write_text('# exporter-toolkit\nbasic_auth_users:\n  prometheus: "%s"\n' % hashed)

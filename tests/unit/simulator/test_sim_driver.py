@@ -13,9 +13,11 @@ import os
 import pytest
 
 from drivertools import FakeDpkg, bare_node, write, write_module
-from simhelpers import N, real_text
+from simhelpers import real_text
 
-from simulator import sim_driver as D
+from simulator import admin
+from simulator import nvidia_smi
+from simulator import sim_driver
 
 from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvidia_proc import parse_driver_version
 from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvsmi_errors import classify_nvsmi_failure
@@ -32,15 +34,15 @@ NVIDIA_DRIVER_535 = FakeDpkg().nvml('libnvidia-ml1', '535.216.01-1~deb12u1')
     ('535.216.01-1~deb12u1', '535.216.01-1'), ('1:1.0', '2:0.1'), ('1.0-1', '1.0-1.1'), ('1.0a', '1.0b'),
 ])
 def test_version_compare_is_dpkg_order(low, high):
-    assert D.version_compare(low, high) < 0 < D.version_compare(high, low)
-    assert D.version_compare(low, low) == 0
+    assert sim_driver.version_compare(low, high) < 0 < sim_driver.version_compare(high, low)
+    assert sim_driver.version_compare(low, low) == 0
 
 
 def test_cuda_version_by_branch():
-    assert [D.cuda_version(v) for v in ('535.261.03', '550.163.01', '560.35.03', '565.57.01', '570.86.10',
-                                        '575.51.03', '580.95.05', '545.23.08', '510.47.03')] == \
+    assert [sim_driver.cuda_version(v) for v in ('535.261.03', '550.163.01', '560.35.03', '565.57.01', '570.86.10',
+                                                 '575.51.03', '580.95.05', '545.23.08', '510.47.03')] == \
         ['12.2', '12.4', '12.6', '12.7', '12.8', '12.9', '13.0', '12.3', '11.6']
-    assert D.cuda_version('garbage') is None
+    assert sim_driver.cuda_version('garbage') is None
 
 
 # ---------------------------------------------------------------- modules and boot
@@ -49,14 +51,14 @@ def test_read_module_takes_modinfo_from_the_elf_section(tmp_path):
     """A version= string elsewhere in the module (here .rodata) is not the module's version."""
     path = write_module(tmp_path, '6.1.0-28-amd64', 'nvidia-current.ko', '535.216.01', 'NVIDIA',
                         rodata=b'\x00version=1.2.3\x00')
-    assert D.read_module(path) == {'version': '535.216.01', 'license': 'NVIDIA', 'gcc': 'gcc version 12.2.0 '
-                                   '(Debian 12.2.0-14)', 'vermagic': '6.1.0-28-amd64 SMP preempt mod_unload '
-                                   'modversions '}
+    assert sim_driver.read_module(path) == {'version': '535.216.01', 'license': 'NVIDIA', 'gcc': 'gcc version 12.2.0 '
+                                            '(Debian 12.2.0-14)', 'vermagic': '6.1.0-28-amd64 SMP preempt mod_unload '
+                                            'modversions '}
 
 
 def test_read_module_without_elf_scans_the_strings(tmp_path):
     path = write(tmp_path, 'm/nvidia.ko', 'junk\x00license=Dual MIT/GPL\x00version=565.57.01\x00')
-    info = D.read_module(path)
+    info = sim_driver.read_module(path)
     assert (info['version'], info['license'], info['gcc']) == ('565.57.01', 'Dual MIT/GPL', None)
 
 
@@ -72,15 +74,15 @@ def test_boot_loads_the_newest_kernels_module(tmp_path, name, license_text, flav
         write(root, 'boot/vmlinuz-' + kver)
     write_module(root, '6.1.0-9-amd64', name, '535.183.01', license_text)
     write_module(root, '6.1.0-28-amd64', name, '535.216.01', license_text)
-    decision = D.boot(root, query=NVIDIA_DRIVER_535)
+    decision = sim_driver.boot(root, query=NVIDIA_DRIVER_535)
     assert decision['loaded'] is True and decision['kernel'] == '6.1.0-28-amd64'
     assert (decision['version'], decision['kernel_module'], decision['source']) == ('535.216.01', flavour, 'module')
     assert decision['module'] == '/lib/modules/6.1.0-28-amd64/updates/dkms/' + name
-    with open(os.path.join(root, D.PROC_VERSION)) as handle:
+    with open(os.path.join(root, sim_driver.PROC_VERSION)) as handle:
         proc = parse_driver_version(handle.read())
     assert (proc['version'], proc['kernel_module'], proc['arch']) == ('535.216.01', flavour, 'x86_64')
     assert proc['gcc'] == 'gcc version 12.2.0 (Debian 12.2.0-14)'
-    assert D.loaded(root)['version'] == '535.216.01'
+    assert sim_driver.loaded(root)['version'] == '535.216.01'
 
 
 def test_boot_kernel_override_and_module_elsewhere_in_the_tree(tmp_path):
@@ -91,8 +93,8 @@ def test_boot_kernel_override_and_module_elsewhere_in_the_tree(tmp_path):
     moved = os.path.join(root, 'lib/modules/6.1.0-9-amd64/kernel/drivers/video/nvidia.ko')
     os.makedirs(os.path.dirname(moved))
     os.rename(path, moved)
-    write(root, D.BOOT_KERNEL_FILE, '6.1.0-9-amd64\n')
-    decision = D.decide(root, query=NVIDIA_DRIVER_535)
+    write(root, sim_driver.BOOT_KERNEL_FILE, '6.1.0-9-amd64\n')
+    decision = sim_driver.decide(root, query=NVIDIA_DRIVER_535)
     assert (decision['kernel'], decision['kernel_source'], decision['version']) == (
         '6.1.0-9-amd64', 'etc/gpuops-sim/boot-kernel', '535.183.01')
 
@@ -103,56 +105,56 @@ def test_dkms_without_a_module_for_the_booted_kernel_loads_nothing(tmp_path):
         write(root, 'boot/vmlinuz-' + kver)
     write_module(root, '6.1.0-9-amd64', 'nvidia-current.ko', '535.216.01', 'NVIDIA')
     os.makedirs(os.path.join(root, 'var/lib/dkms/nvidia-current/535.216.01'))
-    write(root, D.DRIVER_JSON, '{"loaded": true, "version": "1"}')     # a previous boot's: forgotten
-    decision = D.boot(root, query=NVIDIA_DRIVER_535)
+    write(root, sim_driver.DRIVER_JSON, '{"loaded": true, "version": "1"}')     # a previous boot's: forgotten
+    decision = sim_driver.boot(root, query=NVIDIA_DRIVER_535)
     assert decision['loaded'] is False and 'DKMS' in decision['reason'] and '6.1.0-28-amd64' in decision['reason']
-    assert not os.path.exists(os.path.join(root, D.DRIVER_JSON))
-    assert not os.path.exists(os.path.join(root, D.PROC_VERSION))
-    with open(os.path.join(root, D.BOOT_JSON)) as handle:
+    assert not os.path.exists(os.path.join(root, sim_driver.DRIVER_JSON))
+    assert not os.path.exists(os.path.join(root, sim_driver.PROC_VERSION))
+    with open(os.path.join(root, sim_driver.BOOT_JSON)) as handle:
         assert json.load(handle)['loaded'] is False
 
 
 def test_userspace_only_loads_the_package_version(tmp_path):
     root = str(tmp_path)
     dpkg = FakeDpkg().nvml('libnvidia-ml1', '550.163.01-2')
-    decision = D.decide(root, query=dpkg, uname_release='6.18.44-test')
+    decision = sim_driver.decide(root, query=dpkg, uname_release='6.18.44-test')
     assert (decision['loaded'], decision['source'], decision['version'], decision['kernel_module'],
             decision['kernel']) == (True, 'userspace', '550.163.01', 'proprietary', '6.18.44-test')
     dpkg.packages['nvidia-opencl-icd'] = '550.163.01-2'          # "opencl" does not name the open modules
-    assert D.decide(root, query=dpkg)['kernel_module'] == 'proprietary'
+    assert sim_driver.decide(root, query=dpkg)['kernel_module'] == 'proprietary'
     dpkg.packages['nvidia-open-kernel-dkms'] = '550.163.01-2'
-    decision = D.decide(root, query=dpkg)
+    decision = sim_driver.decide(root, query=dpkg)
     assert decision['kernel_module'] == 'open' and decision['flavour_from'] == 'nvidia-open-kernel-dkms'
-    assert parse_driver_version(D.proc_version_text(decision))['kernel_module'] == 'open'
+    assert parse_driver_version(sim_driver.proc_version_text(decision))['kernel_module'] == 'open'
     dpkg.held = {'nvidia-open-kernel-dkms'}                         # held (apt-mark hold) is installed too
-    assert D.decide(root, query=dpkg)['kernel_module'] == 'open'
-    assert D.decide(root, query=FakeDpkg())['loaded'] is False
+    assert sim_driver.decide(root, query=dpkg)['kernel_module'] == 'open'
+    assert sim_driver.decide(root, query=FakeDpkg())['loaded'] is False
 
 
 def test_boot_always_creates_the_proc_root(tmp_path):
     root = str(tmp_path)
-    decision = D.boot(root, query=FakeDpkg(), uname_release='6.18.44-test')
+    decision = sim_driver.boot(root, query=FakeDpkg(), uname_release='6.18.44-test')
     assert decision['loaded'] is False
-    assert os.path.isdir(os.path.join(root, D.PROC_ROOT))
-    assert not os.path.exists(os.path.join(root, D.PROC_VERSION))
+    assert os.path.isdir(os.path.join(root, sim_driver.PROC_ROOT))
+    assert not os.path.exists(os.path.join(root, sim_driver.PROC_VERSION))
 
 
 def test_blacklist_and_unreadable_modules_load_nothing(tmp_path):
     root = str(tmp_path)
     write(root, 'etc/modprobe.d/nvidia.conf', 'alias nvidia nvidia-current\n')
-    assert D.decide(root, query=NVIDIA_DRIVER_535)['loaded'] is True
+    assert sim_driver.decide(root, query=NVIDIA_DRIVER_535)['loaded'] is True
     write(root, 'etc/modprobe.d/gpu.conf', 'blacklist nvidia\n')
-    decision = D.decide(root, query=NVIDIA_DRIVER_535)
+    decision = sim_driver.decide(root, query=NVIDIA_DRIVER_535)
     assert decision['loaded'] is False and decision['reason'] == 'blocked by /etc/modprobe.d/gpu.conf: blacklist nvidia'
     os.remove(os.path.join(root, 'etc/modprobe.d/gpu.conf'))
     write(root, 'boot/vmlinuz-6.1.0-28-amd64')
     write_module(root, '6.1.0-28-amd64', 'nvidia-current.ko', '535.216.01', 'NVIDIA')
     write(root, 'etc/modprobe.d/off.conf', 'install nvidia-current /bin/false\n')
-    assert 'install nvidia-current /bin/false' in D.decide(root, query=NVIDIA_DRIVER_535)['reason']
+    assert 'install nvidia-current /bin/false' in sim_driver.decide(root, query=NVIDIA_DRIVER_535)['reason']
     os.remove(os.path.join(root, 'etc/modprobe.d/off.conf'))
     write(root, 'lib/modules/6.1.0-28-amd64/updates/dkms/nvidia.ko.zst', 'zstd')
     os.remove(os.path.join(root, 'lib/modules/6.1.0-28-amd64/updates/dkms/nvidia-current.ko'))
-    assert 'zstd' in D.decide(root, query=NVIDIA_DRIVER_535)['reason']
+    assert 'zstd' in sim_driver.decide(root, query=NVIDIA_DRIVER_535)['reason']
 
 
 # ---------------------------------------------------------------- stand-ins
@@ -163,27 +165,27 @@ def test_sync_places_and_removes_standins_by_distrib(tmp_path, monkeypatch):
     write(root, 'usr/lib/nvidia/current/nvidia-smi.distrib', 'ELF binary of the package')
     write(root, 'usr/bin/nvidia-persistenced.distrib', 'ELF')
     os.symlink('/etc/alternatives/nvidia--nvidia-smi', os.path.join(root, 'usr/bin/nvidia-smi'))
-    assert D.sync(root) == {'placed': ['/usr/lib/nvidia/current/nvidia-smi', '/usr/bin/nvidia-persistenced'],
-                            'removed': [], 'kept': []}
-    assert os.access(smi, os.X_OK) and D.is_standin(smi)
-    with open(os.path.join(root, D.LIB_DIR, 'standin-nvidia-smi'), 'rb') as a, open(smi, 'rb') as b:
+    assert sim_driver.sync(root) == {'placed': ['/usr/lib/nvidia/current/nvidia-smi', '/usr/bin/nvidia-persistenced'],
+                                     'removed': [], 'kept': []}
+    assert os.access(smi, os.X_OK) and sim_driver.is_standin(smi)
+    with open(os.path.join(root, sim_driver.LIB_DIR, 'standin-nvidia-smi'), 'rb') as a, open(smi, 'rb') as b:
         assert a.read() == b.read()
-    assert D.sync(root)['kept'] == ['/usr/lib/nvidia/current/nvidia-smi', '/usr/bin/nvidia-persistenced']
+    assert sim_driver.sync(root)['kept'] == ['/usr/lib/nvidia/current/nvidia-smi', '/usr/bin/nvidia-persistenced']
     os.remove(smi + '.distrib')
-    assert D.sync(root)['removed'] == ['/usr/lib/nvidia/current/nvidia-smi']
+    assert sim_driver.sync(root)['removed'] == ['/usr/lib/nvidia/current/nvidia-smi']
     assert not os.path.exists(smi)
     assert os.path.islink(os.path.join(root, 'usr/bin/nvidia-smi'))       # an alternatives link is not ours
     os.remove(os.path.join(root, 'usr/bin/nvidia-persistenced'))
     write(root, 'usr/bin/nvidia-persistenced', 'a real binary')
-    with pytest.raises(D.DriverError, match='not a gpuops-sim stand-in'):
-        D.sync(root)
+    with pytest.raises(sim_driver.DriverError, match='not a gpuops-sim stand-in'):
+        sim_driver.sync(root)
 
 
 # ---------------------------------------------------------------- nvidia-smi in emulated mode
 
 def _smi(root, dpkg, tmp_path, *argv):
     os.environ['GPUOPS_SIM_DPKG_QUERY'] = dpkg.script(str(tmp_path / 'dpkg-query'))
-    return N.run(list(argv), {'GPUOPS_SIM_ROOT': root})
+    return nvidia_smi.run(list(argv), {'GPUOPS_SIM_ROOT': root})
 
 
 def test_nvidia_smi_answers_with_the_loaded_module(tmp_path, monkeypatch):
@@ -192,11 +194,11 @@ def test_nvidia_smi_answers_with_the_loaded_module(tmp_path, monkeypatch):
     dpkg = FakeDpkg().nvml('libnvidia-ml1', '535.261.03-1')
     for argv in (['-q', '-x'], ['--version'], [], ['-L']):
         result = _smi(root, dpkg, tmp_path, *argv)
-        assert (result.rc, result.out, result.err) == (9, D.DRIVER_NOT_LOADED, '')
-    assert D.DRIVER_NOT_LOADED == real_text(
+        assert (result.rc, result.out, result.err) == (9, sim_driver.DRIVER_NOT_LOADED, '')
+    assert sim_driver.DRIVER_NOT_LOADED == real_text(
         'nvsmi-errors/couldnt-communicate-debian12-535-no-kernel-module-container.txt')
-    assert classify_nvsmi_failure(9, D.DRIVER_NOT_LOADED)['kind'] == 'driver_not_loaded'
-    assert N.run(['boot'], {'GPUOPS_SIM_ROOT': root}, prog='gpuops-sim').rc == 0
+    assert classify_nvsmi_failure(9, sim_driver.DRIVER_NOT_LOADED)['kind'] == 'driver_not_loaded'
+    assert admin.run(['boot'], {'GPUOPS_SIM_ROOT': root}).rc == 0
     xml = parse_nvsmi_xml(_smi(root, dpkg, tmp_path, '-q', '-x').out)
     assert (xml['driver_version'], xml['cuda_version']) == ('535.261.03', '12.2')
     assert set(g['persistence_mode'] for g in xml['gpus']) == {'Disabled'}      # a freshly loaded driver
@@ -215,7 +217,7 @@ def test_nvidia_smi_answers_with_the_loaded_module(tmp_path, monkeypatch):
     os.environ['GPUOPS_SIM_DPKG_QUERY'] = dpkg.script(str(tmp_path / 'dpkg-query'))
 
     def run_command(argv):
-        result = N.run(argv[1:], {'GPUOPS_SIM_ROOT': root})
+        result = nvidia_smi.run(argv[1:], {'GPUOPS_SIM_ROOT': root})
         return result.rc, result.out, result.err
     facts = gather_live(run_command, 'nvidia-smi', summary['sysfs_root'], proc_root=summary['proc_root'])
     assert (facts['driver_loaded'], facts['driver_version'], facts['kernel_module'], facts['nvswitch_count']) == (
@@ -252,4 +254,4 @@ def test_gpu_processes_read_back_through_the_collection_parser(node):
 def test_process_row_is_the_real_table_layout():
     real = real_text('nvsmi-errors/unable-to-determine-device-handle-GPU1-then-partial-table-rtxpro6000.txt')
     line = [l for l in real.splitlines() if ' 6194 ' in l][0]
-    assert D.process_rows(0, [{'pid': 6194, 'name': 'VLLM::Worker_TP1', 'used_memory_mib': 88438}]) == [line]
+    assert sim_driver.process_rows(0, [{'pid': 6194, 'name': 'VLLM::Worker_TP1', 'used_memory_mib': 88438}]) == [line]

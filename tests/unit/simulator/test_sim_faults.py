@@ -13,16 +13,18 @@ import os
 
 import pytest
 
-from simhelpers import B, N, PROFILE_NAMES, gather_tree, profile_path, profile_tree, real_text
+from simhelpers import PROFILE_NAMES, gather_tree, profile_path, profile_tree, real_text
 
-from simulator import faults as F
+from simulator import bundle
+from simulator import faults
+from simulator import nvidia_smi
 
 from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle
 
 H100 = 'h100-sxm-8gpu-ib'
 A100 = 'a100-sxm-8gpu-ib'
 PCIE = 'pcie-4gpu-roce'
-SAME_FILES = {'profile.yml', N.RUNTIME_FILE}
+SAME_FILES = {'profile.yml', nvidia_smi.RUNTIME_FILE}
 
 
 _tree = profile_tree
@@ -32,7 +34,7 @@ _gather = gather_tree
 def _apply(name, fault, **params):
     base = _tree(name)
     tree = copy.deepcopy(base)
-    changed = F.FAULTS[fault].apply(tree, **params)
+    changed = faults.FAULTS[fault].apply(tree, **params)
     return base, tree, changed
 
 
@@ -45,36 +47,36 @@ def _strip_gpu(gpu):
 
 
 def test_registry():
-    assert sorted(F.FAULTS) == ['dcgm_diag_fail', 'driver_not_loaded', 'ecc_uncorrectable', 'gpu_missing',
-                                'ib_port_down', 'mig_unexpected', 'nccl_slow', 'nvlink_down', 'pcie_downtrained',
-                                'roce_retrans_high']
-    for name, fault in F.FAULTS.items():
+    assert sorted(faults.FAULTS) == ['dcgm_diag_fail', 'driver_not_loaded', 'ecc_uncorrectable', 'gpu_missing',
+                                     'ib_port_down', 'mig_unexpected', 'nccl_slow', 'nvlink_down', 'pcie_downtrained',
+                                     'roce_retrans_high']
+    for name, fault in faults.FAULTS.items():
         assert fault.description and '\n' not in fault.description
-        assert getattr(F, name) is fault and callable(fault)
+        assert getattr(faults, name) is fault and callable(fault)
         assert fault.func.__doc__
 
 
 def test_fault_is_recorded_in_profile_yml_and_runtime(tmp_path):
     out = str(tmp_path / 'out')
-    changed = F.nvlink_down(profile_path(H100), out, gpu=2)
+    changed = faults.nvlink_down(profile_path(H100), out, gpu=2)
     assert changed == ['nvidia-smi-nvlink-s.txt', 'nvidia-smi-topo-m.txt']
-    F.ib_port_down(out, out, phys_state='Polling')
-    assert B.is_packed(out)
-    meta = B.load_yaml(open(os.path.join(out, 'profile.yml')).read())
+    faults.ib_port_down(out, out, phys_state='Polling')
+    assert bundle.is_packed(out)
+    meta = bundle.load_yaml(open(os.path.join(out, 'profile.yml')).read())
     assert [f['name'] for f in meta['faults']] == ['nvlink_down', 'ib_port_down']
     assert meta['faults'][0]['params'] == {'gpu': 2} and meta['faults'][0]['changed'] == changed
-    assert meta['faults'][0]['description'] == F.FAULTS['nvlink_down'].description
+    assert meta['faults'][0]['description'] == faults.FAULTS['nvlink_down'].description
     assert meta['name'] == H100
-    with open(os.path.join(out, N.RUNTIME_FILE)) as handle:
+    with open(os.path.join(out, nvidia_smi.RUNTIME_FILE)) as handle:
         runtime = json.load(handle)
     assert runtime['faults'] == [{'name': 'nvlink_down', 'params': {'gpu': 2}},
                                  {'name': 'ib_port_down', 'params': {'phys_state': 'Polling'}}]
-    assert B.read_profile(out)['sys/class/infiniband/mlx5_0/ports/1/phys_state'] == b'2: Polling\n'
+    assert bundle.read_profile(out)['sys/class/infiniband/mlx5_0/ports/1/phys_state'] == b'2: Polling\n'
     # an unpacked bundle in, an unpacked bundle out
     bundle_dir = str(tmp_path / 'bundle')
-    B.write_tree(_tree(H100), bundle_dir)
-    F.gpu_missing(bundle_dir, str(tmp_path / 'bundle2'))
-    assert not B.is_packed(str(tmp_path / 'bundle2'))
+    bundle.write_tree(_tree(H100), bundle_dir)
+    faults.gpu_missing(bundle_dir, str(tmp_path / 'bundle2'))
+    assert not bundle.is_packed(str(tmp_path / 'bundle2'))
     assert gather_bundle(str(tmp_path / 'bundle2'))['gpu_count'] == 7
 
 
@@ -88,9 +90,9 @@ def test_gpu_missing(tmp_path):
     # GPU3 of before is GPU2 now, with its NIC relations
     assert after['matrix']['GPU2']['mlx5_5'] == before['matrix']['GPU3']['mlx5_5'] == 'PIX'
     assert after['nics'] == before['nics']
-    xml = N.XmlDoc(B.text(tree, N.XML_FILE))
-    assert N.get_value(xml.head, 'attached_gpus') == '7' and len(xml.blocks) == 7
-    meta = B.load_yaml(B.text(tree, 'profile.yml'))
+    xml = nvidia_smi.XmlDoc(bundle.text(tree, nvidia_smi.XML_FILE))
+    assert nvidia_smi.get_value(xml.head, 'attached_gpus') == '7' and len(xml.blocks) == 7
+    meta = bundle.load_yaml(bundle.text(tree, 'profile.yml'))
     assert meta['faults'][0]['gpu_removed']['bus_id'] == before['gpus'][2]['pci_bus_id']
 
 
@@ -102,7 +104,7 @@ def test_nvlink_down(tmp_path, name, expected):
     expected_active = [g['nvlink_total'] if g['index'] != 1 else 0 for g in before['gpus']]
     assert [g['nvlink_active'] for g in after['gpus']] == expected_active
     assert all(g['nvlink_total'] == before['gpus'][0]['nvlink_total'] for g in after['gpus'])
-    assert 'Link 0: <inactive>' in B.text(tree, N.NVLINK_FILE)
+    assert 'Link 0: <inactive>' in bundle.text(tree, nvidia_smi.NVLINK_FILE)
     relations = set()
     for a in after['matrix']:
         for b, rel in after['matrix'][a].items():
@@ -124,7 +126,7 @@ def test_nvlink_down_some_links(tmp_path):
 
 
 def test_nvlink_down_refused_without_nvlink():
-    with pytest.raises(F.FaultError):
+    with pytest.raises(faults.FaultError):
         _apply(PCIE, 'nvlink_down')
 
 
@@ -139,7 +141,7 @@ def test_pcie_downtrained(tmp_path, name, gen):
     for i, gpu in enumerate(after['gpus']):
         if i != 1:
             assert gpu == before['gpus'][i]
-    assert B.text(tree, 'sys/bus/pci/devices/%s/current_link_speed' % address) == \
+    assert bundle.text(tree, 'sys/bus/pci/devices/%s/current_link_speed' % address) == \
         {3: '8.0 GT/s PCIe\n', 2: '5.0 GT/s PCIe\n'}[gen]
 
 
@@ -147,8 +149,8 @@ def test_pcie_downtrained(tmp_path, name, gen):
 def test_ib_port_down(tmp_path, phys, text):
     base, tree, changed = _apply(H100, 'ib_port_down', phys_state=phys)
     assert changed == ['sys/class/infiniband/mlx5_0/ports/1/phys_state', 'sys/class/infiniband/mlx5_0/ports/1/state']
-    assert B.text(tree, 'sys/class/infiniband/mlx5_0/ports/1/state') == '1: DOWN\n'
-    assert B.text(tree, 'sys/class/infiniband/mlx5_0/ports/1/phys_state') == text + '\n'
+    assert bundle.text(tree, 'sys/class/infiniband/mlx5_0/ports/1/state') == '1: DOWN\n'
+    assert bundle.text(tree, 'sys/class/infiniband/mlx5_0/ports/1/phys_state') == text + '\n'
     before, after = _gather(base, tmp_path, 'a'), _gather(tree, tmp_path, 'b')
     port = after['nics'][0]['ports'][0]
     assert (port['state'], port['phys_state'], port['rate_gbps']) == ('DOWN', phys, 400)
@@ -157,13 +159,13 @@ def test_ib_port_down(tmp_path, phys, text):
 
 def test_ib_port_down_named_nic_and_roce():
     _base, tree, _changed = _apply(A100, 'ib_port_down', nic='mlx5_7')
-    assert B.text(tree, 'sys/class/infiniband/mlx5_7/ports/1/state') == '1: DOWN\n'
+    assert bundle.text(tree, 'sys/class/infiniband/mlx5_7/ports/1/state') == '1: DOWN\n'
     _base, tree, changed = _apply(PCIE, 'ib_port_down')
-    assert B.text(tree, 'sys/class/infiniband/rocep1s0f0/ports/1/state') == '1: DOWN\n'
+    assert bundle.text(tree, 'sys/class/infiniband/rocep1s0f0/ports/1/state') == '1: DOWN\n'
     # the RoCE NIC's Ethernet netdev goes down with its port
     netdev = 'sys/bus/pci/devices/0000:01:00.0/net/enp1s0f0np0/operstate'
-    assert B.text(tree, netdev) == 'down\n' and netdev in changed
-    with pytest.raises(F.FaultError):
+    assert bundle.text(tree, netdev) == 'down\n' and netdev in changed
+    with pytest.raises(faults.FaultError):
         _apply(H100, 'ib_port_down', nic='mlx5_99')
 
 
@@ -192,38 +194,38 @@ def test_mig_unexpected(tmp_path):
     assert [g['mig_mode'] for g in after['gpus']] == ['Disabled'] * 5 + ['Enabled'] + ['Disabled'] * 2
     assert after['mig'] == {'instances': {}, 'unreadable': None}
     assert after['gpus'][5]['mig_mode_pending'] == 'Enabled'
-    with pytest.raises(F.FaultError):
+    with pytest.raises(faults.FaultError):
         _apply(PCIE, 'mig_unexpected')
 
 
 @pytest.mark.parametrize('name', PROFILE_NAMES)
 def test_driver_not_loaded(tmp_path, name):
     base, tree, changed = _apply(name, 'driver_not_loaded')
-    outputs = (N.XML_FILE, N.TOPO_FILE, N.NVLINK_FILE)
+    outputs = (nvidia_smi.XML_FILE, nvidia_smi.TOPO_FILE, nvidia_smi.NVLINK_FILE)
     assert changed == sorted(list(outputs) + [o + '.rc' for o in outputs])
     text = real_text('nvsmi-errors/couldnt-communicate-with-driver-a100-module-not-loaded.txt')
     for name_ in outputs:
-        assert B.text(tree, name_) == text and B.text(tree, name_ + '.rc') == '9\n'
+        assert bundle.text(tree, name_) == text and bundle.text(tree, name_ + '.rc') == '9\n'
     facts = _gather(tree, tmp_path, 'b')
     assert facts['driver_loaded'] is False and facts['driver_error']['kind'] == 'driver_not_loaded'
     assert facts['driver_error']['rc'] == 9
     assert len(facts['nics']) == len(_gather(base, tmp_path, 'a')['nics'])
-    with pytest.raises(F.FaultError):
-        F.FAULTS['mig_unexpected'].apply(tree)
+    with pytest.raises(faults.FaultError):
+        faults.FAULTS['mig_unexpected'].apply(tree)
 
 
 def test_unknown_parameter_and_bad_gpu():
-    with pytest.raises(F.FaultError):
+    with pytest.raises(faults.FaultError):
         _apply(H100, 'gpu_missing', gpu=8)
-    with pytest.raises(F.FaultError):
+    with pytest.raises(faults.FaultError):
         _apply(H100, 'gpu_missing', index=1)
 
 
 def test_cli(tmp_path, capsys):
     out = str(tmp_path / 'o')
-    assert F.main(['apply', 'pcie_downtrained', profile_path(H100), out, '--param', 'gpu=0', '--param', 'width=4']) == 0
+    assert faults.main(['apply', 'pcie_downtrained', profile_path(H100), out, '--param', 'gpu=0', '--param', 'width=4']) == 0
     assert 'pcie_downtrained' in capsys.readouterr().out
-    assert B.load_yaml(open(os.path.join(out, 'profile.yml')).read())['faults'][0]['params'] == {'gpu': 0, 'width': 4}
-    assert F.main(['apply', 'nvlink_down', profile_path(PCIE), out]) == 1
-    assert F.main(['list']) == 0
-    assert F.parse_spec('nvlink_down:gpu=3,links=1,2') == ('nvlink_down', {'gpu': 3, 'links': '1,2'})
+    assert bundle.load_yaml(open(os.path.join(out, 'profile.yml')).read())['faults'][0]['params'] == {'gpu': 0, 'width': 4}
+    assert faults.main(['apply', 'nvlink_down', profile_path(PCIE), out]) == 1
+    assert faults.main(['list']) == 0
+    assert faults.parse_spec('nvlink_down:gpu=3,links=1,2') == ('nvlink_down', {'gpu': 3, 'links': '1,2'})

@@ -13,9 +13,10 @@ import shutil
 import subprocess
 import sys
 
-from simhelpers import B, REPO, profile_path
+from simhelpers import REPO, profile_path
 
-from simulator import install_node as I
+from simulator import bundle
+from simulator import install_node
 
 from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle, gather_live
 
@@ -47,7 +48,7 @@ def test_install_layout_and_idempotence(tmp_path):
     with open(str(smi), 'rb') as handle:
         assert handle.readline() == ('#!%s\n' % sys.executable).encode('utf-8')
     assert os.access(str(root / 'usr' / 'local' / 'sbin' / 'gpuops-sim'), os.X_OK)
-    assert B.read_tree(str(root / 'usr' / 'share' / 'gpuops-sim' / 'profile')) == B.read_profile(
+    assert bundle.read_tree(str(root / 'usr' / 'share' / 'gpuops-sim' / 'profile')) == bundle.read_profile(
         profile_path('h100-sxm-8gpu-ib'))
     assert os.readlink(str(root / 'usr' / 'share' / 'gpuops-sim' / 'sys' / 'class' / 'infiniband' / 'mlx5_0' /
                            'device')) == '../../../bus/pci/devices/0000:18:00.0'
@@ -74,19 +75,19 @@ def test_live_gather_on_installed_node_equals_bundle_gather(tmp_path):
             args += ['--fault', fault]
         summary = _install(root, *args)
         live = gather_live(_runner(root), summary['nvidia_smi'], summary['sysfs_root'], dcb=summary['dcb'])
-        bundle = gather_bundle(summary['profile'])
+        offline = gather_bundle(summary['profile'])
         # the same facts; only the outputs' sources differ (commands on the node, files in the bundle)
         assert [o['source'] for o in live['outputs'].values()] == [
             'nvidia-smi -q -x', 'nvidia-smi topo -m', 'nvidia-smi nvlink -s']
         assert live['warnings'] == []
-        assert [o['source'] for o in bundle['outputs'].values()] == [
+        assert [o['source'] for o in offline['outputs'].values()] == [
             'nvidia-smi-q-x.xml', 'nvidia-smi-topo-m.txt', 'nvidia-smi-nvlink-s.txt']
-        for facts in (live, bundle):
+        for facts in (live, offline):
             for output in facts['outputs'].values():
                 del output['source']
             # DCGM is not installed: the reason names where dcgmi was looked for (the node, or the bundle)
             assert facts['dcgm']['health'] is None and 'dcgmi' in facts['dcgm'].pop('unreadable')
-        assert live == bundle
+        assert live == offline
         assert live['errors'] == [] and live['driver_loaded'] is True
 
 
@@ -107,7 +108,7 @@ def test_install_from_a_copy_of_the_directory(tmp_path):
                            'a100-sxm-8gpu-ib'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
     assert done.returncode == 0, done.stderr
     installed = root / 'usr' / 'share' / 'gpuops-sim'
-    assert B.read_tree(str(installed / 'profile')) == B.read_profile(profile_path('a100-sxm-8gpu-ib'))
+    assert bundle.read_tree(str(installed / 'profile')) == bundle.read_profile(profile_path('a100-sxm-8gpu-ib'))
     assert os.readlink(str(installed / 'sys' / 'class' / 'infiniband' / 'mlx5_0' / 'device')) == \
         '../../../bus/pci/devices/0000:0c:00.0'
 
@@ -115,10 +116,10 @@ def test_install_from_a_copy_of_the_directory(tmp_path):
 def test_uninstall_and_errors(tmp_path, capsys):
     root = tmp_path / 'n'
     _install(root, '--profile', 'pcie-4gpu-roce')
-    assert I.main(['--uninstall', '--root', str(root)]) == 0
+    assert install_node.main(['--uninstall', '--root', str(root)]) == 0
     assert not (root / 'usr' / 'bin' / 'nvidia-smi').exists()
     assert not (root / 'usr' / 'share' / 'gpuops-sim' / 'profile').exists()
-    assert I.main(['--root', str(root), '--profile', 'pcie-4gpu-roce', '--fault', 'nvlink_down']) == 1
+    assert install_node.main(['--root', str(root), '--profile', 'pcie-4gpu-roce', '--fault', 'nvlink_down']) == 1
     assert 'no NVLink' in capsys.readouterr().err
 
 
@@ -157,7 +158,7 @@ def test_bare_install_writes_no_nvidia_smi(tmp_path):
     assert not (root / 'etc' / 'dpkg' / 'dpkg.cfg.d' / 'gpuops-sim').exists()
     _install(root, '--profile', 'h100-sxm-8gpu-ib', '--bare')
     assert not os.path.lexists(str(root / 'usr' / 'bin' / 'nvidia-smi'))
-    assert I.main(['--uninstall', '--root', str(root)]) == 0
+    assert install_node.main(['--uninstall', '--root', str(root)]) == 0
     left = sorted(os.path.join(d, f)[len(str(root)):] for d, _dirs, files in os.walk(str(root)) for f in files)
     assert left == []
 
@@ -170,10 +171,10 @@ def test_dpkg_divert_failure_is_reported(tmp_path, monkeypatch, capsys):
                                         '*) echo "dpkg-divert: error: cannot divert" >&2; exit 2;; esac\n')
     (bindir / 'dpkg-divert').chmod(0o755)
     monkeypatch.setenv('PATH', '%s:%s' % (bindir, os.environ['PATH']))
-    monkeypatch.setattr(I, 'live', lambda root: True)
+    monkeypatch.setattr(install_node, 'live', lambda root: True)
     monkeypatch.setattr(os.path, 'isdir', lambda path, _isdir=os.path.isdir: False if path == '/run/systemd/system'
                         else _isdir(path))
-    assert I.main(['--root', str(tmp_path / 'n'), '--profile', 'pcie-4gpu-roce', '--bare']) == 1
+    assert install_node.main(['--root', str(tmp_path / 'n'), '--profile', 'pcie-4gpu-roce', '--bare']) == 1
     err = capsys.readouterr().err
     assert ('dpkg-divert --no-rename --divert /usr/lib/nvidia/current/nvidia-smi.distrib --add '
             '/usr/lib/nvidia/current/nvidia-smi failed (exit status 2): dpkg-divert: error: cannot divert') in err

@@ -2,7 +2,7 @@
 # Copyright: gpuops.node contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The kubelet stand-in (simulator/sim_kubelet.py), run as the unit runs it: a subprocess on a tmp root."""
+"""The kubelet stand-in (simulator/sim_kubelet/), run as the unit runs it: a subprocess on a tmp root."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -20,9 +20,9 @@ import pytest
 
 from simhelpers import REPO, REAL
 
-from simulator import sim_kubelet as K
+from simulator import sim_kubelet
 
-SCRIPT = os.path.join(REPO, 'simulator', 'sim_kubelet.py')
+SCRIPT = os.path.join(REPO, 'simulator', 'sim_kubelet')  # the package directory, run as a program
 FIXTURE = os.path.join(REAL, 'kubelet', 'kubeadm-1.27-playwithk8s-node2.yaml')
 GIB = 2 ** 30
 
@@ -152,12 +152,12 @@ def node(tmp_path):
     ('static', '0,4-27', {'39b37746-7f5e-4064-b8e1-eebd2bfaa003': {'app': '1-3'}}, 3300516549),  # a blog's node
 ])
 def test_cpu_checksum_is_the_kubelets(policy, cpus, entries, expected):
-    assert K.cpu_checksum(policy, cpus, entries) == expected
+    assert sim_kubelet.cpu_checksum(policy, cpus, entries) == expected
 
 
 def test_memory_checksum_of_the_none_state_is_the_kubelets():
     # {"policyName":"None","machineState":{},"checksum":4236770233} written by a kubelet (public notes)
-    assert K.memory_checksum('None', {}) == 4236770233
+    assert sim_kubelet.memory_checksum('None', {}) == 4236770233
 
 
 @pytest.mark.parametrize('text, value, fmt', [
@@ -165,7 +165,7 @@ def test_memory_checksum_of_the_none_state_is_the_kubelets():
     ('1e3', 1000, 'DecimalSI'), ('1000', 1000, 'DecimalSI'), ('500m', 1, 'DecimalSI'), ('1.5Gi', 3 * 2 ** 29, 'BinarySI'),
 ])
 def test_parse_quantity(text, value, fmt):
-    assert K.parse_quantity(text) == (value, fmt)
+    assert sim_kubelet.parse_quantity(text) == (value, fmt)
 
 
 @pytest.mark.parametrize('value, fmt, text', [
@@ -173,19 +173,19 @@ def test_parse_quantity(text, value, fmt):
     (1500 * 10 ** 3, 'DecimalSI', '1500k'), (1000, 'BinarySI', '1k'), (1025, 'BinarySI', '1025'),
 ])
 def test_format_quantity(value, fmt, text):
-    assert K.format_quantity(value, fmt) == text
+    assert sim_kubelet.format_quantity(value, fmt) == text
 
 
 def test_cpusets():
-    assert K.parse_cpuset('0-3,8,10-11') == {0, 1, 2, 3, 8, 10, 11}
-    assert K.format_cpuset({0, 1, 2, 3, 8, 10, 11}) == '0-3,8,10-11'
+    assert sim_kubelet.parse_cpuset('0-3,8,10-11') == {0, 1, 2, 3, 8, 10, 11}
+    assert sim_kubelet.format_cpuset({0, 1, 2, 3, 8, 10, 11}) == '0-3,8,10-11'
     with pytest.raises(ValueError):
-        K.parse_cpuset('3-1')
+        sim_kubelet.parse_cpuset('3-1')
 
 
 def test_merge_patch():
     base = {'a': {'b': 1, 'c': [1]}, 'd': 1}
-    assert K.merge_patch(base, {'a': {'c': [2], 'e': None}, 'd': None}) == {'a': {'b': 1, 'c': [2]}}
+    assert sim_kubelet.merge_patch(base, {'a': {'c': [2], 'e': None}, 'd': None}) == {'a': {'b': 1, 'c': [2]}}
 
 
 # --- install ---
@@ -215,12 +215,12 @@ def test_install_writes_the_package_files_and_is_idempotent(tmp_path):
         handle.write('KUBELET_EXTRA_ARGS=--v=2\n')
     with open(os.path.join(root, 'var/lib/kubelet/config.yaml'), 'a') as handle:
         handle.write('maxPods: 50\n')
-    assert K.install(root)['changed'] is False
+    assert sim_kubelet.install(root)['changed'] is False
 
 
 def test_installed_copy_runs_on_its_own(node):
     root = str(node.tmp / 'root')
-    K.install(root)
+    sim_kubelet.install(root)
     kubelet = os.path.join(root, 'usr/bin/kubelet')
     proc = subprocess.run([sys.executable, kubelet, '--version'], stdout=subprocess.PIPE, universal_newlines=True,
                           cwd=str(node.tmp), check=False)
@@ -245,7 +245,7 @@ def test_static_policies_write_their_states(node):
              'reservedMemory:\n- numaNode: 0\n  limits:\n    memory: 512Mi\n- numaNode: 1\n  limits:\n    memory: 512Mi\n')
     proc = node.start(node.config(extra))
     cpu = json.loads(node.read('cpu_manager_state'))
-    assert cpu == {'policyName': 'static', 'defaultCpuSet': '0-7', 'checksum': K.cpu_checksum('static', '0-7')}
+    assert cpu == {'policyName': 'static', 'defaultCpuSet': '0-7', 'checksum': sim_kubelet.cpu_checksum('static', '0-7')}
     text = node.read('memory_manager_state')
     mem = json.loads(text)
     assert text.startswith('{"policyName":"Static","machineState":{"0":{"numberOfAssignments":0,"memoryMap":'
@@ -254,7 +254,7 @@ def test_static_policies_write_their_states(node):
         'total': 16 * GIB, 'systemReserved': 512 * 2 ** 20, 'allocatable': 15 * GIB - 512 * 2 ** 20,
         'reserved': 0, 'free': 15 * GIB - 512 * 2 ** 20}
     assert mem['machineState']['1']['cells'] == [1]
-    assert mem['checksum'] == K.memory_checksum('Static', mem['machineState'])
+    assert mem['checksum'] == sim_kubelet.memory_checksum('Static', mem['machineState'])
     err = node.stop(proc)
     assert 'topologyPolicyName="single-numa-node" topologyScopeName="pod"' in err
     # a restart with the same policies keeps the states
@@ -422,17 +422,17 @@ def test_cpus_of_the_simulated_sysfs(tmp_path):
     for node, cpus in ((1, '16-31,144-159'), (3, '48-63')):
         (sysfs / ('devices/system/node/node%d' % node)).mkdir(parents=True)
         (sysfs / ('devices/system/node/node%d/cpulist' % node)).write_text(cpus + '\n')
-    mach = K.machine(str(sysfs))
-    assert K.format_cpuset(mach['cpus']) == '16-31,48-63,144-159'
+    mach = sim_kubelet.machine(str(sysfs))
+    assert sim_kubelet.format_cpuset(mach['cpus']) == '16-31,48-63,144-159'
     assert sorted(mach['nodes']) == [1, 3]
-    assert K.sysfs_root({'GPUOPS_SIM_SYSFS': str(sysfs)}) == str(sysfs)
-    assert K.sysfs_root({'GPUOPS_SIM_ROOT': str(tmp_path / 'none')}) == '/sys'
+    assert sim_kubelet.sysfs_root({'GPUOPS_SIM_SYSFS': str(sysfs)}) == str(sysfs)
+    assert sim_kubelet.sysfs_root({'GPUOPS_SIM_ROOT': str(tmp_path / 'none')}) == '/sys'
 
 
 def test_runtime_delay():
-    assert K.runtime_delay({}) == 2
-    assert K.runtime_delay({'GPUOPS_SIM_KUBELET_RUNTIME_DELAY': '0.5'}) == 0.5
-    assert K.runtime_delay({'GPUOPS_SIM_KUBELET_RUNTIME_DELAY': 'soon'}) == 2
+    assert sim_kubelet.runtime_delay({}) == 2
+    assert sim_kubelet.runtime_delay({'GPUOPS_SIM_KUBELET_RUNTIME_DELAY': '0.5'}) == 0.5
+    assert sim_kubelet.runtime_delay({'GPUOPS_SIM_KUBELET_RUNTIME_DELAY': 'soon'}) == 2
 
 
 def test_healthz_answers_ok_then_a_bad_state_file_exits_it(node):

@@ -16,9 +16,11 @@ import sys
 
 import pytest
 
-from simhelpers import B, NVIDIA_SMI, PROFILE_NAMES, REPO, Node, real_text
+from simhelpers import NVIDIA_SMI, PROFILE_NAMES, REPO, Node, real_text
 
-from simulator import sim_nccl as S
+from simulator import bundle
+from simulator import sim_nccl
+
 from ansible_collections.gpuops.node.plugins.module_utils.parsers.nccl_tests import parse_nccl_tests
 
 SRC = os.path.join(REPO, 'tests', 'repo', 'nccl-tests-src')
@@ -32,10 +34,10 @@ class NcclNode(Node):
         super(NcclNode, self).__init__(tmp_path, name, [f for f in faults if isinstance(f[0], str)])
         objects = [f for f in faults if not isinstance(f[0], str)]
         if objects:  # Fault objects (nccl_slow before faults.py lists it)
-            tree = B.read_profile(self.dir)
+            tree = bundle.read_profile(self.dir)
             for fault, params in objects:
                 fault.apply(tree, **params)
-            B.write_tree(tree, self.dir)
+            bundle.write_tree(tree, self.dir)
         root = tmp_path / 'root'
         (root / 'var' / 'lib' / 'dpkg').mkdir(parents=True)
         if nccl:
@@ -51,7 +53,7 @@ class NcclNode(Node):
     def nccl(self, *argv, **env):
         environ = dict(self.env)
         environ.update(env)
-        return S.run(list(argv), environ)
+        return sim_nccl.run(list(argv), environ)
 
     def runtime_fault(self, entry):
         path = self.root / 'var' / 'lib' / 'gpuops-sim' / 'faults-runtime.json'
@@ -60,15 +62,15 @@ class NcclNode(Node):
 
 
 def _slow_fault():
-    from simulator import faults as F
-    if 'nccl_slow' in F.FAULTS:
-        return F.FAULTS['nccl_slow']
-    return F.Fault('nccl_slow', S.apply_fault_nccl_slow, 'bus bandwidth scaled by factor', {'factor': 'factor'})
+    from simulator import faults
+    if 'nccl_slow' in faults.FAULTS:
+        return faults.FAULTS['nccl_slow']
+    return faults.Fault('nccl_slow', sim_nccl.apply_fault_nccl_slow, 'bus bandwidth scaled by factor', {'factor': 'factor'})
 
 
-@pytest.mark.parametrize('kind', sorted(S.REFERENCES))
+@pytest.mark.parametrize('kind', sorted(sim_nccl.REFERENCES))
 def test_reference_rows_are_the_real_capture(kind):
-    ref = S.REFERENCES[kind]
+    ref = sim_nccl.REFERENCES[kind]
     parsed = parse_nccl_tests(real_text(ref['source']))
     assert tuple((r['size'], r['out_of_place']['busbw_gbps'], r['in_place']['busbw_gbps'])
                  for r in parsed['rows']) == ref['rows']
@@ -81,7 +83,7 @@ def test_reference_rows_are_the_real_capture(kind):
 ])
 def test_round_trip_profile_devices_and_captured_busbw(tmp_path, name, kind, source_args):
     node = NcclNode(tmp_path, name)
-    gpus = B.load_yaml(node.file('profile.yml'))['gpus']
+    gpus = bundle.load_yaml(node.file('profile.yml'))['gpus']
     rc, out, err = node.nccl('all_reduce_perf', *(source_args + ['-g', str(len(gpus))]))
     assert (rc, err) == (0, '')
     parsed = parse_nccl_tests(out)
@@ -91,7 +93,7 @@ def test_round_trip_profile_devices_and_captured_busbw(tmp_path, name, kind, sou
         (g['index'], g['name'], 'gpu-a01') for g in gpus]
     assert [d['bus_id'] for d in parsed['devices']] == [
         g['pci_bus_id'][4:14].lower() for g in gpus]
-    ref = S.REFERENCES[kind]['rows']
+    ref = sim_nccl.REFERENCES[kind]['rows']
     assert [(r['size'], r['out_of_place']['busbw_gbps'], r['in_place']['busbw_gbps'])
             for r in parsed['rows']] == list(ref)
     assert parsed['largest_size_busbw_gbps'] == max(ref[-1][1:])
@@ -114,15 +116,15 @@ def _fault_apply(tree, fault, **params):
 
 
 def test_profile_fault_is_recorded(tmp_path):
-    tree = B.read_profile(os.path.join(REPO, 'simulator', 'profiles', 'h100-sxm-8gpu-ib'))
+    tree = bundle.read_profile(os.path.join(REPO, 'simulator', 'profiles', 'h100-sxm-8gpu-ib'))
     assert _fault_apply(tree, _slow_fault(), factor='0.3') == []
-    runtime = json.loads(B.text(tree, 'sim/runtime.json'))
+    runtime = json.loads(bundle.text(tree, 'sim/runtime.json'))
     assert runtime['faults'][-1] == {'name': 'nccl_slow', 'params': {'factor': '0.3'}}
-    assert B.load_yaml(B.text(tree, 'profile.yml'))['faults'][-1]['factor'] == 0.3
+    assert bundle.load_yaml(bundle.text(tree, 'profile.yml'))['faults'][-1]['factor'] == 0.3
     with pytest.raises(ValueError):
-        S.apply_fault_nccl_slow({}, factor=0)
+        sim_nccl.apply_fault_nccl_slow({}, factor=0)
     with pytest.raises(ValueError):
-        S.apply_fault_nccl_slow({}, factor='fast')
+        sim_nccl.apply_fault_nccl_slow({}, factor='fast')
 
 
 def test_runtime_fault_default_factor(tmp_path):
@@ -168,7 +170,7 @@ def test_arguments(tmp_path):
     assert default['largest_size_busbw_gbps'] == 0.0
     rc, _out, err = node.nccl('all_reduce_perf', '-q', '1')
     assert rc == 1 and 'invalid option' in err
-    assert S.collective_of(['sim_nccl.py', 'all_reduce_perf', '-g', '2']) == ('all_reduce', ['-g', '2'])
+    assert sim_nccl.collective_of(['sim_nccl.py', 'all_reduce_perf', '-g', '2']) == ('all_reduce', ['-g', '2'])
 
 
 def test_visible_devices(tmp_path):
@@ -221,7 +223,7 @@ def test_source_tree_builds_launchers_that_run_the_simulator(tmp_path):
     done = _make(src, 'CUDA_HOME=' + cuda, 'NCCL_HOME=' + nccl, 'PYTHON=' + sys.executable, 'SIM_NCCL=' + SIM)
     assert done.returncode == 0, done.stderr
     built = sorted(os.listdir(os.path.join(src, 'build')))
-    assert [n for n in built if n.endswith('_perf')] == sorted(c + '_perf' for c in S.COLLECTIVES)
+    assert [n for n in built if n.endswith('_perf')] == sorted(c + '_perf' for c in sim_nccl.COLLECTIVES)
     node = NcclNode(tmp_path, 'h100-sxm-8gpu-ib')
     env = dict(os.environ)
     env.update(node.env)
@@ -259,15 +261,15 @@ def test_source_tree_fails_like_the_real_build(tmp_path, missing, message):
 
 
 def test_install_places_the_lib(tmp_path):
-    assert S.install(str(tmp_path)) is True
-    assert S.install(str(tmp_path)) is False
-    with open(os.path.join(str(tmp_path), S.LIB, 'sim_nccl.py')) as handle, open(SIM) as source:
+    assert sim_nccl.install(str(tmp_path)) is True
+    assert sim_nccl.install(str(tmp_path)) is False
+    with open(os.path.join(str(tmp_path), sim_nccl.LIB, 'sim_nccl.py')) as handle, open(SIM) as source:
         assert handle.read() == source.read()
 
 
 @pytest.mark.parametrize('name', PROFILE_NAMES)
 def test_every_profile_has_a_kind(name):
     profile = os.path.join(REPO, 'simulator', 'profiles', name)
-    gpus = S.profile_gpus(profile)
-    assert gpus and S.node_kind(profile, gpus) == {'h100-sxm-8gpu-ib': 'nvswitch', 'a100-sxm-8gpu-ib': 'a100',
-                                                   'pcie-4gpu-roce': 'pcie'}[name]
+    gpus = sim_nccl.profile_gpus(profile)
+    assert gpus and sim_nccl.node_kind(profile, gpus) == {'h100-sxm-8gpu-ib': 'nvswitch', 'a100-sxm-8gpu-ib': 'a100',
+                                                          'pcie-4gpu-roce': 'pcie'}[name]

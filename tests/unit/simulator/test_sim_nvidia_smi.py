@@ -15,7 +15,9 @@ import sys
 
 import pytest
 
-from simhelpers import N, NVIDIA_SMI, real_text
+from simhelpers import NVIDIA_SMI, real_text
+
+from simulator import nvidia_smi
 
 from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvsmi_errors import classify_nvsmi_failure
 from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvsmi_nvlink import parse_nvlink_status
@@ -37,7 +39,7 @@ def test_fresh_outputs_replay_the_bundle_byte_for_byte(node, name):
     n = node(name)
     topo = n.file('nvidia-smi-topo-m.txt')
     if name == 'h100-sxm-8gpu-ib':
-        topo = N.underline_topo_header(topo)
+        topo = nvidia_smi.underline_topo_header(topo)
     assert n.run('-q', '-x').out == n.file('nvidia-smi-q-x.xml')
     assert n.run('topo', '-m').out == topo
     assert n.run('topo', '--matrix').out == topo
@@ -263,7 +265,7 @@ def test_state_root_override(tmp_path, node):
     (root / 'usr' / 'share' / 'gpuops-sim').mkdir(parents=True)
     os.symlink(n.dir, str(root / 'usr' / 'share' / 'gpuops-sim' / 'profile'))
     env = {'GPUOPS_SIM_ROOT': str(root), 'GPUOPS_SIM_ALLOW_NONROOT': '1'}
-    assert N.run(['-pm', '0', '-i', '1'], env).rc == 0
+    assert nvidia_smi.run(['-pm', '0', '-i', '1'], env).rc == 0
     assert (root / 'var' / 'lib' / 'gpuops-sim' / 'state.json').is_file()
 
 
@@ -283,9 +285,9 @@ def test_setters_need_root(node, monkeypatch):
     del env['GPUOPS_SIM_ALLOW_NONROOT']
     monkeypatch.delenv('GPUOPS_SIM_ALLOW_NONROOT', raising=False)
     monkeypatch.setattr(os, 'geteuid', lambda: 1000)
-    result = N.run(['-pm', '1'], env)
+    result = nvidia_smi.run(['-pm', '1'], env)
     assert result.rc == 4 and 'Insufficient Permissions' in result.out
-    assert N.run(['-L'], env).rc == 0
+    assert nvidia_smi.run(['-L'], env).rc == 0
 
 
 def test_mig_enable_with_persistence_disabled_warns_like_real(node):
@@ -336,11 +338,11 @@ def test_reboot_drops_instances_and_restores_boot_modes(node):
 def test_state_resets_when_a_different_profile_is_installed(node, tmp_path):
     n = node()
     n.run('-pm', '0')
-    from simulator import bundle as B, faults as F
-    tree = B.read_tree(n.dir)
-    F.FAULTS['ib_port_down'].apply(tree)
-    F.FAULTS['mig_unexpected'].apply(tree, gpu=2)
-    B.write_tree(tree, n.dir)
+    from simulator import bundle, faults
+    tree = bundle.read_tree(n.dir)
+    faults.FAULTS['ib_port_down'].apply(tree)
+    faults.FAULTS['mig_unexpected'].apply(tree, gpu=2)
+    bundle.write_tree(tree, n.dir)
     out = n.run('--query-gpu=persistence_mode,mig.mode.current', '--format=csv,noheader', '-i', '2').out
     assert out == 'Enabled, Enabled\n'
 
@@ -529,20 +531,20 @@ def test_topo_header_codes_follow_the_xml_driver_version(node, version, underlin
     _set_driver_version(n, version)
     plain = n.file('nvidia-smi-topo-m.txt')
     out = n.run('topo', '-m').out
-    assert out == (N.underline_topo_header(plain) if underlined else plain)
+    assert out == (nvidia_smi.underline_topo_header(plain) if underlined else plain)
     assert out.startswith('\t\x1b[4mGPU0\t' if underlined else '\tGPU0\t')
-    assert N.topo_header_underlined(version) is underlined
+    assert nvidia_smi.topo_header_underlined(version) is underlined
 
 
 def test_underline_topo_header_shapes():
-    assert N.underline_topo_header('\tGPU0\tCPU Affinity\nGPU0\t X \t0-7\n') == (
+    assert nvidia_smi.underline_topo_header('\tGPU0\tCPU Affinity\nGPU0\t X \t0-7\n') == (
         '\t\x1b[4mGPU0\tCPU Affinity\x1b[0m\nGPU0\t X \t0-7\n')
-    assert N.underline_topo_header('\tGPU0\tCPU Affinity\r\nGPU0\t X \t0-7\r\n') == (
+    assert nvidia_smi.underline_topo_header('\tGPU0\tCPU Affinity\r\nGPU0\t X \t0-7\r\n') == (
         '\t\x1b[4mGPU0\tCPU Affinity\x1b[0m\r\nGPU0\t X \t0-7\r\n')
     coded = '\t\x1b[4mGPU0\x1b[0m\nGPU0\t X \n'
-    assert N.underline_topo_header(coded) == coded
+    assert nvidia_smi.underline_topo_header(coded) == coded
     for text in ('', '\n', 'GPU0\tGPU1\n', '        GPU0    GPU1\n'):
-        assert N.underline_topo_header(text) == text
+        assert nvidia_smi.underline_topo_header(text) == text
 
 
 @pytest.mark.parametrize('name', ['h100-sxm-8gpu-ib', 'a100-sxm-8gpu-ib', 'pcie-4gpu-roce'])
@@ -557,7 +559,7 @@ def test_topo_header_codes_survive_topo_faults(node):
     n = node(faults=[('gpu_missing', {'gpu': 2}), ('nvlink_down', {'gpu': 3})])
     plain = n.file('nvidia-smi-topo-m.txt')
     out = n.run('topo', '-m').out
-    assert out == N.underline_topo_header(plain) != plain
+    assert out == nvidia_smi.underline_topo_header(plain) != plain
     assert out.startswith('\t\x1b[4mGPU0\tGPU1\tGPU2\tGPU3\tGPU4\tGPU5\tGPU6\tNIC0\t')
 
 
