@@ -206,6 +206,15 @@ def _still(nics):
     return nics
 
 
+def test_ansible_features(host):
+    # verify.yml: the features of this verify written as Ansible tasks (tasks/verify_<feature>.yml), run as
+    # molecule's ansible verifier would run them, against the scenario's inventory
+    run = subprocess.run(['ansible-playbook', '-i', os.path.join(EPHEMERAL, 'inventory'), '--limit', host.backend.host,
+                          os.path.join(PROJECT, 'molecule', 'default', 'verify.yml')],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    assert run.returncode == 0, run.stdout[-6000:]
+
+
 def test_simulator_state_survives_a_container_restart(host):
     # runs last: restarts the node. A mode set before the restart is what nvidia-smi reports after it.
     assert host.run('nvidia-smi -i 6 -c 3').rc == 0

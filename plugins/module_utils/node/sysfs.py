@@ -16,6 +16,7 @@ import os
 import re
 
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
+from ansible_collections.gpuops.node.plugins.module_utils.pci import PCI_ADDRESS, sysfs_pci_address
 from ansible_collections.gpuops.node.plugins.module_utils.node.nvidia_pci import (
     GPU_CLASSES, NVIDIA_VENDOR, NVSWITCH_CLASS, architecture, model)
 from ansible_collections.gpuops.node.plugins.module_utils.rawtext import decode
@@ -25,7 +26,6 @@ _GT_TO_GEN = {'2.5': 1, '5': 2, '5.0': 2, '8': 3, '8.0': 3, '16': 4, '16.0': 4,
               '32': 5, '32.0': 5, '64': 6, '64.0': 6, '128': 7, '128.0': 7}
 _STATE_RE = re.compile(r'^\s*(\d+)\s*:\s*(\S+)\s*$')
 _RATE_RE = re.compile(r'^\s*([0-9]+(?:\.[0-9]+)?)\s*Gb/sec\b')
-_PCI_RE = re.compile(r'^([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$')
 
 
 def read_value(path, warnings=None):
@@ -91,17 +91,6 @@ def parse_link_speed(value, path='current_link_speed'):
             return None
         raise ParseError('sysfs %s' % path, 'expected "<N> GT/s"', 1, value)
     return _GT_TO_GEN.get(match.group(1))
-
-
-def sysfs_pci_address(bus_id):
-    """nvidia-smi's ``00000000:19:00.0`` -> sysfs ``0000:19:00.0``."""
-    if not bus_id:
-        return None
-    match = _PCI_RE.match(bus_id.strip())
-    if not match:
-        return None
-    domain = match.group(1)[-4:]
-    return ('%s:%s:%s.%s' % (domain, match.group(2), match.group(3), match.group(4))).lower()
 
 
 def read_pci_device(sysfs_root, bus_id, warnings=None):
@@ -209,12 +198,12 @@ def read_infiniband(sysfs_root):
         pci = None
         if os.path.islink(device):
             candidate = os.path.basename(os.readlink(device))
-            if _PCI_RE.match(candidate):
+            if PCI_ADDRESS.match(candidate):
                 pci = candidate.lower()
         if pci is None:
             # a copy that followed the link keeps the address in uevent
             for line in (read_value(os.path.join(device, 'uevent'), warnings) or '').splitlines():
-                if line.startswith('PCI_SLOT_NAME=') and _PCI_RE.match(line.split('=', 1)[1].strip()):
+                if line.startswith('PCI_SLOT_NAME=') and PCI_ADDRESS.match(line.split('=', 1)[1].strip()):
                     pci = line.split('=', 1)[1].strip().lower()
         ports = []
         ports_dir = os.path.join(hca, 'ports')
@@ -270,7 +259,7 @@ def read_pci_nvidia(sysfs_root, warnings):
         return None
     gpus, switches = [], []
     for address in sorted(os.listdir(base)):
-        if not _PCI_RE.match(address):
+        if not PCI_ADDRESS.match(address):
             continue
         vendor = read_value(os.path.join(base, address, 'vendor'), warnings)
         klass = (read_value(os.path.join(base, address, 'class'), warnings) or '').lower()

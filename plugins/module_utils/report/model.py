@@ -2,11 +2,13 @@
 # Copyright: gpuops.node contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Rack report: per-host rollout records rendered as JSON, Markdown and JUnit XML.
+"""Rack report: the per-host records of a run, normalised and grouped by rack, and the JSON report.
 
-Pure functions, standard library only (Python 3.8+). The renderers are
-deterministic (no timestamps, stable ordering) so that writing the same
-records twice produces byte-identical files.
+Pure functions, standard library only (Python 3.8+). Every status is decided
+here, and why a host has it (host_reason); report/markdown.py, report/junit.py
+and report/html.py render a built report, report/render.py all of them at
+once. Rendering is deterministic (no timestamps, stable ordering) so that
+writing the same records twice produces byte-identical files.
 
 A record describes one host of a run. The playbooks hand over what each step
 returned, as registered, and every status is decided here::
@@ -43,7 +45,6 @@ __metaclass__ = type
 
 import json
 import re
-import xml.etree.ElementTree as ET
 
 from ansible_collections.gpuops.node.plugins.module_utils.report import gates as report_gates
 from ansible_collections.gpuops.node.plugins.module_utils.plans import gpuops as plans_gpuops
@@ -63,17 +64,6 @@ REGRESSION_KEYS = ('check', 'subject', 'before', 'after', 'message')
 DEFERRED_KEYS = ('check', 'key', 'role', 'why')
 RECORD_KEYS = ('host', 'rack', 'node_class', 'status', 'held_back', 'unreachable', 'error',
                'phase', 'check_mode', 'pre_check', 'changes', 'reboot', 'post_check', 'gates')
-
-# Characters that XML 1.0 does not allow, even escaped (C0 controls but tab and line ends, lone surrogates,
-# U+FFFE, U+FFFF), those it discourages (DEL, C1 controls) and the bidirectional embeddings, overrides and
-# isolates, which reorder what a reader sees. JUnit output has U+FFFD in their place.
-_XML_UNSAFE = re.compile(u'[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]')
-
-# A Markdown cell or heading is one line of plain text: line breaks become a space, and every other control
-# character (C0 but tab and line ends, DEL, C1, bidirectional embeddings, overrides and isolates, lone
-# surrogates) becomes U+FFFD, so no terminal escape sequence or hidden reordering reaches a reader.
-_MD_CONTROL = re.compile(u'[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]')
-_MD_BREAK = re.compile(u'\\s*[\n\x0b\x0c\r\x85\u2028\u2029]+\\s*')
 
 # Lone surrogates (from undecodable bytes) cannot be written as UTF-8: JSON output escapes them.
 _SURROGATE = re.compile(u'[\ud800-\udfff]')
@@ -187,7 +177,7 @@ def _reboot(raw, host):
     given = raw.get('reboot')
     asked = _by_role(raw.get('reboot_required'), 'reboot_required', host,
                      lambda val, name: _bool(val, name, host))
-    required_by = sorted((role for role, wanted in asked.items() if wanted), key=_sort_key)
+    required_by = sorted((role for role, wanted in asked.items() if wanted), key=sort_key)
     result, unreachable = _result(given, 'reboot', host)
     if isinstance(result, dict) and 'required_by' in result:
         given_roles = result['required_by'] or []
@@ -306,7 +296,7 @@ def host_reason(record):
         parts.append(u'host unreachable')
     for check in (record['pre_check'], record['post_check']):
         for item in (check or {}).get('failures', []) + (check or {}).get('regressions', []):
-            parts.append(_value(item.get('message')) or _value(item.get('check')) or u'check failed')
+            parts.append(value_text(item.get('message')) or value_text(item.get('check')) or u'check failed')
     parts.extend(report_gates.reasons(record.get('gates') or []))
     reboot = record.get('reboot')
     if reboot and not reboot['rebooted']:
@@ -343,14 +333,15 @@ def _natural_key(value):
     """Sort key: runs of ASCII digits compare as numbers, the rest case-insensitively.
 
     Only ASCII digits are numbers; other digits (superscripts, other scripts) compare as text. Names with the
-    same key (``gpu-01``, ``gpu-1``, ``GPU-1``) are ordered by the name itself after it, see _sort_key.
+    same key (``gpu-01``, ``gpu-1``, ``GPU-1``) are ordered by the name itself after it, see sort_key.
     """
     parts = re.split(r'([0-9]+)', value or u'')
     # the digit runs are at the odd indexes
     return [(0, int(part), u'') if i % 2 else (1, 0, part.lower()) for i, part in enumerate(parts) if part != u'']
 
 
-def _sort_key(value):
+def sort_key(value):
+    """Natural order of a host or rack name (see _natural_key); the renderers sort by it too."""
     return (_natural_key(value), value or u'')
 
 
@@ -402,7 +393,7 @@ def build_report(records, title=None, racks=None):
     for rack, host in _racks(racks):
         if host and host not in by_host:
             by_host[host] = normalize_record({'host': host, 'rack': rack, 'status': 'not_started'})
-    normalized = sorted(by_host.values(), key=lambda r: (_sort_key(r['rack']), _sort_key(r['host'])))
+    normalized = sorted(by_host.values(), key=lambda r: (sort_key(r['rack']), sort_key(r['host'])))
     racks = []
     for record in normalized:
         if not racks or racks[-1]['name'] != record['rack']:
@@ -456,9 +447,8 @@ def _json(doc):
     return _SURROGATE.sub(lambda m: u'\\u%04x' % ord(m.group()), text) + u'\n'
 
 
-# ---------------------------------------------------------------- Markdown
-
-def _value(value):
+def value_text(value):
+    """A finding's value as the renderers show it: '' for None, text as it is, the rest as compact JSON."""
     if value is None:
         return u''
     if isinstance(value, str):
@@ -466,324 +456,3 @@ def _value(value):
     if isinstance(value, bool):
         return u'true' if value else u'false'
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
-
-
-def _cell(value, code=False):
-    text = _MD_CONTROL.sub(u'\ufffd', _value(value))
-    text = _MD_BREAK.sub(u' ', text).replace(u'\t', u' ').strip()
-    if not text:
-        return u''
-    if code:
-        text = text.replace(u'`', u"'")
-        return u'`%s`' % text.replace(u'|', u'\\|')
-    text = text.replace(u'\\', u'\\\\').replace(u'|', u'\\|').replace(u'<', u'&lt;').replace(u'>', u'&gt;')
-    return text
-
-
-def _row(cells):
-    return u'| ' + u' | '.join(cells) + u' |'
-
-
-def _check_cell(check, skipped=u'-'):
-    if check is None:
-        return skipped
-    if check['passed']:
-        deferred = len(check.get('deferred') or [])
-        return u'PASS (%d deferred)' % deferred if deferred else u'PASS'
-    return u'FAIL (%d)' % len(check['failures']) if check['failures'] else u'FAIL'
-
-
-def _reboot_pending(record):
-    reboot = record.get('reboot')
-    return bool(reboot) and not reboot['rebooted']
-
-
-def changes_text(record):
-    """Short human text for a record's changes, and its reboot; in check mode what a real run would do."""
-    if record['held_back']:
-        return u'held back'
-    if record['status'] == 'not_started':
-        return u'-'
-    changes = record['changes']
-    parts = []
-    for key in sorted(changes, key=_sort_key):
-        val = changes[key]
-        if val is None:
-            parts.append(u'%s: not reported' % key)
-        elif isinstance(val, bool):
-            parts.append(u'%s: %s' % (key, u'changed' if val else u'ok'))
-        else:
-            parts.append(u'%s: %d' % (key, val))
-    if parts:
-        text = u', '.join(parts)
-        if record['check_mode']:
-            text = u'would change ' + text
-    else:
-        ran = record['post_check'] is not None or record['reboot'] is not None
-        text = u'none' if ran else u'-'
-    reboot = record['reboot']
-    if reboot:
-        if reboot['rebooted']:
-            text += u'; would reboot' if record['check_mode'] else u'; rebooted'
-        else:
-            text += u'; reboot required'
-    return text
-
-
-def _summary_line(summary):
-    text = u': %(passed)d passed, %(held_back)d held back, %(regressed)d regressed, ' \
-        u'%(failed)d failed, %(unreachable)d unreachable' % summary
-    if summary['reboot_required']:
-        text += u', %d waiting for a reboot' % summary['reboot_required']
-    if summary['not_started']:
-        text += u', %d not started' % summary['not_started']
-    return u'%d host%s%s' % (summary['hosts'], u'' if summary['hosts'] == 1 else u's', text)
-
-
-def render_markdown(report):
-    """Summary table per rack, the checks deferred to the post-change check, then the details of every failure."""
-    summary = report['summary']
-    lines = [u'# %s' % _cell(report['title']), u'']
-    if report['check_mode']:
-        lines += [u'**Check mode: nothing changed.** Changes, reboots and statuses are what a real run would do.',
-                  u'']
-    verdict = u'HEALTHY' if summary['healthy'] else u'NOT HEALTHY'
-    lines += [u'**%s** - %s.' % (verdict, _summary_line(summary)), u'']
-    waiting = [r['name'] for r in report['racks'] if r['summary']['not_started']]
-    if waiting:
-        lines += [u'Not started: %d host%s in %s; the rollout had not reached them when this report was written.'
-                  % (summary['not_started'], u'' if summary['not_started'] == 1 else u's',
-                     u', '.join(_cell(name) for name in waiting)), u'']
-    if not report['racks']:
-        lines += [u'No hosts were reported.', u'']
-    for rack in report['racks']:
-        lines += [u'## Rack %s' % _cell(rack['name']), u'', _summary_line(rack['summary']) + u'.', u'']
-        lines.append(_row([u'Host', u'Class', u'Status', u'Pre-check', u'Changes', u'Post-check', u'Regressions',
-                           u'Gates']))
-        lines.append(_row([u'---'] * 8))
-        for rec in rack['hosts']:
-            post = rec['post_check']
-            regressions = len(post['regressions']) if post else None
-            lines.append(_row([
-                _cell(rec['host']),
-                _cell(rec['node_class']) or u'-',
-                rec['status'],
-                u'not started' if rec['status'] == 'not_started' else _check_cell(rec['pre_check'], u'not run'),
-                _cell(changes_text(rec)),
-                _check_cell(post, u'after reboot' if _reboot_pending(rec) else u'-'),
-                u'-' if regressions is None else str(regressions),
-                _cell(report_gates.cell(rec['gates'])),
-            ]))
-        lines.append(u'')
-
-    deferred = [r for rack in report['racks'] for r in rack['hosts'] if (r['pre_check'] or {}).get('deferred')]
-    if deferred:
-        lines += [u'## Deferred to the post-change check', u'',
-                  u'Checks of what the roles of this run converge, not made before the change (a bare node is not '
-                  u'held back for them); the post-change check makes every check of the profile.', u'',
-                  _row([u'Host', u'Checks', u'Roles']), _row([u'---'] * 3)]
-        for rec in deferred:
-            items = rec['pre_check']['deferred']
-            checks = sorted(set(_value(i['check']) for i in items), key=_sort_key)
-            roles = sorted(set(_value(i['role']) for i in items), key=_sort_key)
-            lines.append(_row([_cell(rec['host']), _cell(u', '.join(checks)), _cell(u', '.join(roles))]))
-        lines.append(u'')
-
-    gated = [r for rack in report['racks'] for r in rack['hosts'] if r['gates']]
-    if gated:
-        lines += [u'## Acceptance gates', u'',
-                  u'Run after the post-change check, on the hosts that passed it: a gate that fails fails its host.',
-                  u'', _row([u'Host', u'Gate', u'Result', u'Summary']), _row([u'---'] * 4)]
-        for rec in gated:
-            for gate in rec['gates']:
-                lines.append(_row([_cell(rec['host']), _cell(gate['name']), report_gates.gate_outcome(gate),
-                                   _cell(gate['summary'])]))
-        lines.append(u'')
-
-    lines += plans_gpuops.markdown(report, _cell)
-    detailed = [r for rack in report['racks'] for r in rack['hosts'] if _has_details(r)]
-    lines += [u'## Details', u'']
-    if not detailed:
-        lines += [u'No failures, regressions or errors.', u'']
-    for rec in detailed:
-        node_class = _cell(rec['node_class']) or u'no class'
-        heading = u'### %s (%s, %s): %s' % (_cell(rec['host']), _cell(rec['rack']), node_class, rec['status'])
-        lines += [heading, u'']
-        if rec['unreachable']:
-            lines += [u'Host unreachable.', u'']
-        if rec['error']:
-            lines += [u'Error: %s' % _cell(rec['error']), u'']
-        if _reboot_pending(rec):
-            lines += [u'Waiting for a reboot required by %s; the post-change check runs after it.'
-                      % _cell(u', '.join(rec['reboot']['required_by'])), u'']
-        for label, check in ((u'Pre-check', rec['pre_check']), (u'Post-check', rec['post_check'])):
-            if check and check['failures']:
-                lines += _findings(u'%s failures:' % label, (u'Expected', u'Actual'), ('expected', 'actual'),
-                                   check['failures'])
-        post = rec['post_check']
-        if post and post['regressions']:
-            lines += _findings(u'Regressions against the pre-change snapshot:', (u'Before', u'After'),
-                               ('before', 'after'), post['regressions'])
-        gate_failures = [f for gate in report_gates.failed(rec['gates']) for f in gate['failures']]
-        if gate_failures:
-            lines += _findings(u'Acceptance gate failures:', (u'Expected', u'Actual'), ('expected', 'actual'),
-                               gate_failures)
-        if not (rec['unreachable'] or rec['error'] or _reboot_pending(rec) or (rec['pre_check'] or {}).get('failures')
-                or (post or {}).get('failures') or (post or {}).get('regressions') or gate_failures):
-            lines += [u'%s.' % _cell(host_reason(rec)).capitalize(), u'']
-    return u'\n'.join(lines).rstrip(u'\n') + u'\n'
-
-
-def _findings(title, headers, keys, items):
-    """A Markdown table of failures or regressions: check, subject, the two values, message."""
-    lines = [title, u'', _row([u'Check', u'Subject', headers[0], headers[1], u'Message']), _row([u'---'] * 5)]
-    for item in items:
-        lines.append(_row([_cell(item['check']), _cell(item['subject']), _cell(item[keys[0]], True),
-                           _cell(item[keys[1]], True), _cell(item['message'])]))
-    return lines + [u'']
-
-
-def _has_details(record):
-    if record['status'] == 'not_started':
-        return False
-    if record['unreachable'] or record['error'] or record['status'] not in PASSING_STATUSES:
-        return True
-    for check in (record['pre_check'], record['post_check']):
-        if check and (check['failures'] or check.get('regressions')):
-            return True
-    return bool(report_gates.failed(record.get('gates') or []))
-
-
-# ---------------------------------------------------------------- JUnit XML
-
-def _xml(value):
-    return _XML_UNSAFE.sub(u'\ufffd', _value(value))
-
-
-def _failure_line(item):
-    parts = [_value(item.get('check')) or u'check']
-    if item.get('subject') is not None:
-        parts.append(_value(item['subject']))
-    head = u' '.join(parts)
-    if 'before' in item:
-        detail = u'before %s, after %s' % (_value(item.get('before')), _value(item.get('after')))
-    else:
-        detail = u'expected %s, actual %s' % (_value(item.get('expected')), _value(item.get('actual')))
-    message = _value(item.get('message'))
-    return u'%s: %s%s' % (head, detail, (u' - ' + message) if message else u'')
-
-
-def _failure_message(failures, regressions):
-    parts = []
-    if failures:
-        parts.append(u'%d check(s) failed: %s' % (
-            len(failures), u', '.join(sorted(set(_value(f['check']) or u'check' for f in failures)))))
-    if regressions:
-        parts.append(u'%d regression(s): %s' % (
-            len(regressions), u', '.join(sorted(set(_value(r['check']) or u'check' for r in regressions)))))
-    return u'; '.join(parts) or u'check did not pass'
-
-
-def _testcases(record):
-    """(phase, outcome, message, text) for each step of one host: pre_check, changes, reboot, post_check.
-
-    outcome is one of pass, failure, error, skipped.
-    """
-    if record['status'] == 'not_started':
-        why = host_reason(record)
-        return [('pre_check', 'skipped', why, None)]
-    cases = []
-    pre, post = record['pre_check'], record['post_check']
-    if pre is None:
-        why = u'host unreachable' if record['unreachable'] else (record['error'] or u'pre-change check did not run')
-        cases.append(('pre_check', 'error', why, why))
-    elif pre['passed']:
-        cases.append(('pre_check', 'pass', None, None))
-    else:
-        cases.append(('pre_check', 'failure', _failure_message(pre['failures'], []),
-                      u'\n'.join(_failure_line(f) for f in pre['failures'])))
-    if post is not None and record['error']:
-        # the changes failed, the post-change check still ran
-        cases.append(('changes', 'error', record['error'], record['error']))
-    reboot = record['reboot']
-    if reboot and reboot['rebooted']:
-        cases.append(('reboot', 'pass', None, None))
-    elif reboot and not record['error'] and not record['unreachable']:
-        cases.append(('reboot', 'skipped', u'reboot required by %s, not rebooted' % u', '.join(reboot['required_by']),
-                      None))
-    if post is not None:
-        if post['passed'] and not post['regressions']:
-            cases.append(('post_check', 'pass', None, None))
-        else:
-            lines = [_failure_line(f) for f in post['failures']] + [_failure_line(r) for r in post['regressions']]
-            cases.append(('post_check', 'failure', _failure_message(post['failures'], post['regressions']),
-                          u'\n'.join(lines)))
-        cases.extend(report_gates.junit_cases(record.get('gates') or []))
-    elif record['held_back']:
-        cases.append(('post_check', 'skipped', u'held back: pre-change check failed, nothing was changed', None))
-    elif record['status'] == 'reboot_required':
-        cases.append(('post_check', 'skipped', u'runs after the reboot', None))
-    elif pre is not None and (record['unreachable'] or record['error'] or record['phase'] not in (None, 'done')
-                              or record['roles'] is not None):
-        why = u'host unreachable' if record['unreachable'] else (record['error'] or host_reason(record))
-        cases.append(('post_check', 'error', why, why))
-    return cases
-
-
-def _indent(elem, level=0):
-    pad = u'\n' + u'  ' * level
-    if len(elem):
-        if not elem.text or not elem.text.strip():
-            elem.text = pad + u'  '
-        for child in elem:
-            _indent(child, level + 1)
-        if not child.tail or not child.tail.strip():
-            child.tail = pad
-    if level and (not elem.tail or not elem.tail.strip()):
-        elem.tail = pad
-
-
-def render_junit(report):
-    """JUnit XML: one testsuite per rack, one testcase per host and check phase."""
-    totals = {'tests': 0, 'failures': 0, 'errors': 0, 'skipped': 0}
-    root = ET.Element('testsuites', {'name': _xml(report['title'])})
-    for rack in report['racks']:
-        counts = {'tests': 0, 'failures': 0, 'errors': 0, 'skipped': 0}
-        suite = ET.SubElement(root, 'testsuite', {'name': _xml(rack['name'])})
-        for record in rack['hosts']:
-            for phase, outcome, message, text in _testcases(record):
-                counts['tests'] += 1
-                case = ET.SubElement(suite, 'testcase', {
-                    'classname': _xml(u'%s.%s' % (rack['name'], record['host'].replace(u'.', u'_'))),
-                    'name': phase,
-                })
-                if outcome == 'pass':
-                    continue
-                tag = {'failure': 'failure', 'error': 'error', 'skipped': 'skipped'}[outcome]
-                counts[{'failure': 'failures', 'error': 'errors', 'skipped': 'skipped'}[outcome]] += 1
-                attrs = {'message': _xml(message)}
-                if outcome != 'skipped':
-                    attrs['type'] = 'regression' if phase == 'post_check' and record['post_check'] and \
-                        record['post_check']['regressions'] else phase if outcome == 'failure' else record['status']
-                child = ET.SubElement(case, tag, attrs)
-                if text:
-                    child.text = _xml(text)
-        for key in ('tests', 'failures', 'errors', 'skipped'):
-            suite.set(key, str(counts[key]))
-            totals[key] += counts[key]
-    for key in ('tests', 'failures', 'errors', 'skipped'):
-        root.set(key, str(totals[key]))
-    _indent(root)
-    return u'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding='unicode') + u'\n'
-
-
-def render_all(records, title=None, racks=None):
-    """Build the report and render it. Returns (report, {'json','markdown','junit','html'})."""
-    from ansible_collections.gpuops.node.plugins.module_utils.report.html import render_html
-    report = build_report(records, title, racks)
-    return report, {
-        'json': render_json(report),
-        'markdown': render_markdown(report),
-        'junit': render_junit(report),
-        'html': render_html(report),
-    }

@@ -21,7 +21,7 @@ import html
 import json
 import re
 
-from ansible_collections.gpuops.node.plugins.module_utils.node.sysfs import sysfs_pci_address
+from ansible_collections.gpuops.node.plugins.module_utils.pci import sysfs_pci_address
 
 # characters a page should not carry even escaped: C0 controls but tab and line ends, DEL, C1 controls,
 # bidirectional marks, embeddings, overrides and isolates, line and paragraph separators, lone surrogates (not

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuops.node contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Acceptance gates in the rack report (module_utils/report/gates.py through report.py)."""
+"""Acceptance gates in the rack report (module_utils/report/gates.py through model.py and render.py)."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ansible_collections.gpuops.node.plugins.module_utils.report import model
+from ansible_collections.gpuops.node.plugins.module_utils.report import render
 from ansible_collections.gpuops.node.plugins.module_utils.report import gates
 
 PASS = {'passed': True, 'failures': []}
@@ -59,7 +60,7 @@ def test_status_and_reason(gate_map, status, failed, reason):
 
 
 def test_markdown_shows_every_gate_and_the_failure():
-    out = model.render_all([_record({'dcgm': GATE_FAIL, 'nccl': BW_PASS})])[1]
+    out = render.render_all([_record({'dcgm': GATE_FAIL, 'nccl': BW_PASS})])[1]
     md = out['markdown']
     assert '| gpu-a01 | dgx_h100 | failed | PASS | dcgm: 3, nccl: 2 | PASS | 0 | dcgm_diag FAIL, nccl_busbw PASS |' in md
     assert '## Acceptance gates' in md
@@ -69,7 +70,7 @@ def test_markdown_shows_every_gate_and_the_failure():
 
 
 def test_junit_has_a_case_per_gate():
-    out = model.render_all([_record({'dcgm': GATE_FAIL, 'nccl': NOT_RUN})])[1]
+    out = render.render_all([_record({'dcgm': GATE_FAIL, 'nccl': NOT_RUN})])[1]
     root = ET.fromstring(out['junit'].encode('utf-8'))
     cases = dict((c.get('name'), c) for c in root.iter('testcase'))
     assert cases['gate_dcgm_diag'].find('failure') is not None
@@ -78,7 +79,7 @@ def test_junit_has_a_case_per_gate():
 
 
 def test_json_keeps_the_gates_and_reads_them_back():
-    out = model.render_all([_record({'dcgm': GATE_FAIL})])[1]
+    out = render.render_all([_record({'dcgm': GATE_FAIL})])[1]
     host = json.loads(out['json'])['racks'][0]['hosts'][0]
     assert host['gates'][0]['name'] == 'dcgm_diag' and host['gates'][0]['passed'] is False
     # a record read back from the report normalizes to the same gates
@@ -87,8 +88,8 @@ def test_json_keeps_the_gates_and_reads_them_back():
 
 
 def test_gates_without_the_post_check_do_not_pass_a_host():
-    report = model.build_report([_record({'dcgm': GATE_PASS}, post={'passed': False, 'failures': ['x'],
-                                                                  'regressions': []})])
+    post = {'passed': False, 'failures': ['x'], 'regressions': []}
+    report = model.build_report([_record({'dcgm': GATE_PASS}, post=post)])
     assert report['racks'][0]['hosts'][0]['status'] == 'failed'
 
 

@@ -12,7 +12,6 @@ import copy
 import json
 import os
 import re
-import sys
 from html.parser import HTMLParser
 
 import pytest
@@ -22,13 +21,12 @@ from ansible_collections.gpuops.node.plugins.module_utils.report import html as 
 from ansible_collections.gpuops.node.plugins.module_utils.report import svg as report_svg
 from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle
 from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import check_profile
+from repo_paths import REPO
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..'))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+ROOT = REPO
 
-from simulator import bundle as B  # noqa: E402
-from simulator import faults as F  # noqa: E402
+from simulator import bundle  # noqa: E402
+from simulator import faults  # noqa: E402
 
 H100 = 'h100-sxm-8gpu-ib'
 A100 = 'a100-sxm-8gpu-ib'
@@ -102,12 +100,12 @@ def _profile(name, fault=None, params=None):
     """(topology, failures, node_class) of a profile with a fault, gathered from its bundle and checked."""
     key = (name, fault, json.dumps(params, sort_keys=True))
     if key not in _CACHE:
-        tree = B.read_profile(os.path.join(ROOT, 'simulator', 'profiles', name))
-        meta = B.load_yaml(B.text(tree, 'profile.yml'))
+        tree = bundle.read_profile(os.path.join(ROOT, 'simulator', 'profiles', name))
+        meta = bundle.load_yaml(bundle.text(tree, 'profile.yml'))
         if fault:
-            F.FAULTS[fault].apply(tree, **(params or {}))
+            faults.FAULTS[fault].apply(tree, **(params or {}))
         target = os.path.join(str(_profile.tmp), '%s-%s-%d' % (name, fault, len(_CACHE)))
-        B.write_tree(tree, target)
+        bundle.write_tree(tree, target)
         topology = gather_bundle(target)
         _CACHE[key] = (topology, check_profile(topology, meta['expected_node_class']), meta['node_class'])
     return copy.deepcopy(_CACHE[key])
