@@ -127,6 +127,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.node.plugins.module_utils import command
 from ansible_collections.gpuops.node.plugins.module_utils.files import write_atomic
 from ansible_collections.gpuops.node.plugins.module_utils.config.dcgm_alerts import (
     AlertsError, active, check_labels, render_rules, render_tests, validate)
@@ -160,11 +161,14 @@ def promtool_check(module, promtool, rules, tests):
             handle.write(rules)
         with open(tests_path, 'w') as handle:
             handle.write(tests)
-        for argv in ([promtool, 'check', 'rules', rules_path], [promtool, 'test', 'rules', tests_path]):
-            rc, out, err = module.run_command(argv, cwd=work, environ_update={'LC_ALL': 'C'})
-            if rc != 0:
-                module.fail_json(msg='%s failed (exit %d), nothing written: %s' % (
-                    ' '.join(argv[:3]), rc, (out + err).strip()), rc=rc, stdout=out, stderr=err)
+        # relative paths, in the directory: the failure names the file, not the temporary directory
+        for argv in ([promtool, 'check', 'rules', os.path.basename(rules_path)],
+                     [promtool, 'test', 'rules', os.path.basename(tests_path)]):
+            result = command.run(module, argv, cwd=work)
+            message = command.failure(result)
+            if message is not None:
+                module.fail_json(msg='%s; nothing written' % message, rc=result.rc, stdout=result.out,
+                                 stderr=result.err)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

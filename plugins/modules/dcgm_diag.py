@@ -61,7 +61,8 @@ options:
     type: bool
     default: true
   timeout:
-    description: Seconds dcgmi may run before it is stopped (with coreutils C(timeout) when the node has it).
+    description:
+      - Seconds dcgmi may run. Past them it is stopped (SIGTERM, then SIGKILL 30 seconds later) and the task fails.
     type: int
     default: 3600
   fail_on_failure:
@@ -172,9 +173,10 @@ command:
 rc:
   description:
     - dcgmi's exit status.
-    - Absent when dcgmi did not run (O(output_file), check mode). The module decides C(failed) itself (the verdict
-      and O(fail_on_failure)), so a result read from a file or returned with O(fail_on_failure=false) is not failed
-      by Ansible's reading of C(rc).
+    - Absent when dcgmi did not run (O(output_file), check mode); null when it could not start or was stopped at
+      O(timeout) (the task fails, RV(msg) says which). The module decides C(failed) itself (the verdict and
+      O(fail_on_failure)), so a result read from a file or returned with O(fail_on_failure=false) is not failed by
+      Ansible's reading of C(rc).
   returned: when dcgmi ran
   type: int
 output:
@@ -191,6 +193,7 @@ msg:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
 
+from ansible_collections.gpuops.node.plugins.module_utils import command
 from ansible_collections.gpuops.node.plugins.module_utils.parsers.dcgmi_diag import (
     DiagConnectionError, DiagParseError, diag_failures, parse_diag, summary)
 
@@ -207,16 +210,6 @@ def diag_argv(params, json_output):
     if json_output:
         argv.append('-j')
     return argv
-
-
-def run_dcgmi(module, argv):
-    timeout = module.params['timeout']
-    full = list(argv)
-    wrapper = module.get_bin_path('timeout')
-    if wrapper:
-        full = [wrapper, '-k', '30', str(timeout)] + full
-    rc, out, err = module.run_command(full, environ_update={'LC_ALL': 'C'})
-    return rc, to_text(out), to_text(err)
 
 
 def rejected_json(rc, out, err):
@@ -270,15 +263,18 @@ def main():
         result['command'] = argv
         if module.check_mode:
             module.exit_json(failed=False, verdict=None, passed=None, msg='check mode: dcgmi diag not run', **result)
-        rc, out, err = run_dcgmi(module, argv)
+        ran = command.run(module, argv, timeout=p['timeout'], kill_after=30)
+        rc, out, err = ran.rc, ran.out, ran.err
         if p['json'] and rejected_json(rc, out, err):
             module.warn('%s does not accept -j; reading its text table instead' % p['dcgmi'])
             argv = diag_argv(p, False)
             result['command'] = argv
-            rc, out, err = run_dcgmi(module, argv)
+            ran = command.run(module, argv, timeout=p['timeout'], kill_after=30)
+            rc, out, err = ran.rc, ran.out, ran.err
         result['rc'] = rc
-        if rc in (124, 137) and module.get_bin_path('timeout'):
-            error('%s did not finish within %d seconds' % (where, p['timeout']), output=_tail(out + '\n' + err))
+        if ran.error is not None or ran.timed_out:
+            # dcgmi did not run, or was stopped: nothing it printed is a result
+            error(command.failure(ran), output=_tail(out + '\n' + err))
         text = out if out.strip() else err
         if out.strip() and err.strip() and not out.lstrip().startswith('{'):
             text = out + '\n' + err

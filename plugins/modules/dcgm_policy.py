@@ -103,8 +103,8 @@ diff:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_text
 
+from ansible_collections.gpuops.node.plugins.module_utils import command
 from ansible_collections.gpuops.node.plugins.module_utils.config.dcgm_policy import (
     CONDITIONS, PolicyParseError, clear_argv, get_argv, parse_policy_get, same, set_argv, validate)
 
@@ -124,13 +124,13 @@ def describe(policy):
 
 
 def run(module, argv, what):
-    rc, out, err = module.run_command(argv, environ_update={'LC_ALL': 'C'})
-    out, err = to_text(out), to_text(err)
+    result = command.run(module, argv)
     # dcgmi reports some failures on stdout with exit 0 ("Error: ..."); "NVLink Errors" in a policy is no error
-    if rc != 0 or any(line.strip().startswith('Error') for line in out.splitlines()):
-        module.fail_json(msg='%s failed (exit %d): %s' % (' '.join(argv), rc, (out + ' ' + err).strip()[:800]),
-                         what=what)
-    return out
+    errors = [line.strip() for line in (result.out or '').splitlines() if line.strip().startswith('Error')]
+    message = command.failure(result, output=errors if errors and result.rc == 0 else None)
+    if message is not None:
+        module.fail_json(msg=message, what=what)
+    return result.out
 
 
 def read(module, p):

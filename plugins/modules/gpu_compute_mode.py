@@ -70,8 +70,9 @@ commands:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.node.plugins.module_utils import command
 from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvsmi_xml import ParseError, parse_nvsmi_xml
-from ansible_collections.gpuops.node.plugins.module_utils.node.sysfs import sysfs_pci_address
+from ansible_collections.gpuops.node.plugins.module_utils.pci import sysfs_pci_address
 
 # nvidia-smi -c takes these names; -q -x prints the first spelling
 MODES = {'default': ('Default', 'DEFAULT'), 'exclusive_process': ('Exclusive_Process', 'EXCLUSIVE_PROCESS'),
@@ -81,9 +82,7 @@ MODES = {'default': ('Default', 'DEFAULT'), 'exclusive_process': ('Exclusive_Pro
 def read_modes(module, nvidia_smi):
     """``{sysfs bus id: (gpu dict, mode)}`` from ``nvidia-smi -q -x``."""
     argv = [nvidia_smi, '-q', '-x']
-    rc, out, err = module.run_command(argv, environ_update={'LC_ALL': 'C'})
-    if rc != 0:
-        module.fail_json(msg='%s exited %d: %s' % (' '.join(argv), rc, (err or out).strip()))
+    out = command.check(module, argv).out
     try:
         gpus = parse_nvsmi_xml(out)['gpus']
     except ParseError as exc:
@@ -132,10 +131,7 @@ def main():
         commands.append([nvidia_smi, '-i', gpu['pci_bus_id'], '-c', mode[1]])
     if changes and not module.check_mode:
         for argv in commands:
-            rc, out, err = module.run_command(argv, environ_update={'LC_ALL': 'C'})
-            if rc != 0:
-                module.fail_json(msg='%s exited %d: %s' % (' '.join(argv), rc, (out + err).strip()),
-                                 changes=changes, commands=commands)
+            command.check(module, argv, fail=lambda msg: module.fail_json(msg=msg, changes=changes, commands=commands))
         read = read_modes(module, nvidia_smi)
         wrong = ['%s is %s' % (read[a]['pci_bus_id'], read[a].get('compute_mode')) for a in sorted(wanted)
                  if (read[a].get('compute_mode') or '').lower() != wanted[a][1][0].lower()]

@@ -186,8 +186,8 @@ commands:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_text
 
+from ansible_collections.gpuops.node.plugins.module_utils import command
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
 from ansible_collections.gpuops.node.plugins.module_utils.files import write_atomic
 from ansible_collections.gpuops.node.plugins.module_utils.config.mig_parted import (
@@ -214,30 +214,37 @@ class Node(object):
         # the boot script was changed before the layout is applied
         self.script_changed = False
 
-    def call(self, args):
+    def call(self, args, change=False):
+        """``(argv, rc, out, err)`` of nvidia-smi with ``args`` (a change is recorded in ``done``); one that does
+        not start or does not finish fails the module."""
         argv = [self.smi] + list(args)
-        rc, out, err = self.module.run_command(argv, environ_update={'LC_ALL': 'C'})
-        return argv, rc, to_text(out), to_text(err)
+        result = command.run(self.module, argv)
+        if change:
+            self.done.append(argv)
+        if result.error is not None or result.timed_out:
+            self.fail(command.failure(result) + (self.before() if change else ''))
+        return argv, result.rc, result.out, result.err
 
     def fail(self, msg, **extra):
         self.module.fail_json(msg=msg, changed=bool(self.done) or self.script_changed, commands=self.done, **extra)
 
+    def before(self):
+        """The changes run before the last one, for its failure."""
+        done = self.done[:-1]
+        return '; run before it: %s' % '; '.join(command.label(a) for a in done) if done else ''
+
     def change(self, args):
-        argv, rc, out, err = self.call(args)
-        self.done.append(argv)
-        return argv, rc, out, err
+        return self.call(args, change=True)
 
     def failed(self, argv, rc, out, err):
+        """A change that failed: nvidia-smi's error lines, and the changes run before it."""
         lines = mig_errors(out + '\n' + err) or ['(no output)']
-        done = self.done[:-1]
-        self.fail('%s failed (exit %d): %s%s' % (' '.join(argv), rc, '\n'.join(lines),
-                                                 '; run before it: %s' % '; '.join(' '.join(a) for a in done)
-                                                 if done else ''), nvidia_smi=lines)
+        self.fail(command.failure(command.Result(argv, rc, out, err), output=lines) + self.before(), nvidia_smi=lines)
 
     def xml_gpus(self):
         argv, rc, out, err = self.call(['-q', '-x'])
         if rc != 0:
-            self.fail('%s failed (exit %d): %s' % (' '.join(argv), rc, (err or out).strip()[:800]))
+            self.fail(command.failure(command.Result(argv, rc, out, err)))
         try:
             return parse_nvsmi_xml(out)['gpus']
         except ParseError as exc:
@@ -248,7 +255,7 @@ class Node(object):
         argv, rc, out, err = self.call(['--query-gpu=pci.bus_id,mig.mode.current,mig.mode.pending',
                                         '--format=csv,noheader', '-i', bus])
         if rc != 0:
-            self.fail('%s failed (exit %d): %s' % (' '.join(argv), rc, (err or out).strip()[:800]))
+            self.fail(command.failure(command.Result(argv, rc, out, err)))
         for line in out.splitlines():
             fields = [f.strip() for f in line.split(',')]
             if len(fields) == 3 and normalize_bus_id(fields[0]) == normalize_bus_id(bus):
@@ -260,7 +267,7 @@ class Node(object):
         if empty_answer(rc, out + '\n' + err):
             return []
         if rc != 0:
-            self.fail('%s failed (exit %d): %s' % (' '.join(argv), rc, (out + '\n' + err).strip()[:800]))
+            self.fail(command.failure(command.Result(argv, rc, out, err)))
         try:
             return parser(out)
         except ParseError as exc:

@@ -13,17 +13,17 @@ module: nccl_plan
 short_description: Decide what the NCCL role will install and write on a node, before it changes anything
 version_added: 0.4.0
 description:
-  - Checks the variables of the plans_nccl(gpuops.node.nccl) role that its argument spec cannot (NCCL variable names and
-    values, ranges, sources, the nccl-tests build, the acceptance gate), derives plans_nccl(NCCL_IB_HCA) from the node's
-    facts (O(facts), the plans_nccl(gpu_topology) fact of M(gpuops.node.gpu_topology_facts)) and gives the lines of
-    plans_nccl(/etc/nccl.conf).
-  - plans_nccl(NCCL_IB_HCA) lists the RDMA devices closest to the GPUs (their plans_nccl(nvidia-smi topo -m) relations) among those
-    the node class's plans_nccl(nic_names) globs select, so storage and front-end NICs stay out; or exactly the devices
-    plans_nccl(nccl_ib_hcas) selects. It is written with NCCL's plans_nccl(=) prefix (exact names) and each device's ports
-    (plans_nccl(=mlx5_0:1,mlx5_1:1)).
-  - With O(packages), reads what apt offers (plans_nccl(apt-cache show)) and has installed (plans_nccl(dpkg-query)), and picks the
-    version of plans_nccl(nccl_version) built for the CUDA major version of the driver (plans_nccl(+cudaNN.M) in NVIDIA's package
-    versions, a plans_nccl(libcudartNN) dependency in the distribution's).
+  - Checks the variables of the C(gpuops.node.nccl) role that its argument spec cannot (NCCL variable names and
+    values, ranges, sources, the nccl-tests build, the acceptance gate), derives C(NCCL_IB_HCA) from the node's
+    facts (O(facts), the C(gpu_topology) fact of M(gpuops.node.gpu_topology_facts)) and gives the lines of
+    C(/etc/nccl.conf).
+  - C(NCCL_IB_HCA) lists the RDMA devices closest to the GPUs (their C(nvidia-smi topo -m) relations) among those
+    the node class's C(nic_names) globs select, so storage and front-end NICs stay out; or exactly the devices
+    C(nccl_ib_hcas) selects. It is written with NCCL's C(=) prefix (exact names) and each device's ports
+    (C(=mlx5_0:1,mlx5_1:1)).
+  - With O(packages), reads what apt offers (C(apt-cache show)) and has installed (C(dpkg-query)), and picks the
+    version of C(nccl_version) built for the CUDA major version of the driver (C(+cudaNN.M) in NVIDIA's package
+    versions, a C(libcudartNN) dependency in the distribution's).
   - A request the role must refuse fails the module with every problem, each starting with the variable to
     change; nothing is changed. An NCCL variable name NCCL does not document is a warning.
 author:
@@ -38,30 +38,30 @@ attributes:
 options:
   variables:
     description:
-      - The variables of the plans_nccl(gpuops.node.nccl) role by name (plans_nccl(nccl_settings), plans_nccl(nccl_ib_hcas), ...), as its
+      - The variables of the C(gpuops.node.nccl) role by name (C(nccl_settings), C(nccl_ib_hcas), ...), as its
         argument spec documents them.
     type: dict
     required: true
   facts:
-    description: The plans_nccl(gpu_topology) fact of M(gpuops.node.gpu_topology_facts) for this node.
+    description: The C(gpu_topology) fact of M(gpuops.node.gpu_topology_facts) for this node.
     type: dict
     required: true
   profile:
     description:
-      - The node class profile (plans_nccl(gpuops_node_class_profile)); its plans_nccl(nic_names) globs select the compute NICs.
-        Without it, or without plans_nccl(nic_names), every RDMA device is a candidate.
+      - The node class profile (C(gpuops_node_class_profile)); its C(nic_names) globs select the compute NICs.
+        Without it, or without C(nic_names), every RDMA device is a candidate.
     type: dict
     default: {}
   packages:
     description:
-      - The NCCL packages to install (plans_nccl(libnccl2), plans_nccl(libnccl-dev)); the first one's versions are read from apt.
+      - The NCCL packages to install (C(libnccl2), C(libnccl-dev)); the first one's versions are read from apt.
         Empty, nothing is read from the package manager.
     type: list
     elements: str
     default: []
   repo_url:
     description:
-      - With O(packages), count only the versions this repository offers (plans_nccl(apt-cache madison)); empty, every
+      - With O(packages), count only the versions this repository offers (C(apt-cache madison)); empty, every
         source apt has.
     type: str
     default: ''
@@ -82,24 +82,24 @@ EXAMPLES = r'''
 
 RETURN = r'''
 settings:
-  description: The NCCL variables of plans_nccl(/etc/nccl.conf) by name.
+  description: The NCCL variables of C(/etc/nccl.conf) by name.
   returned: success
   type: dict
   sample: {NCCL_BUFFSIZE: "4194304", NCCL_IB_HCA: "=mlx5_0:1,mlx5_1:1", NCCL_NSOCKS_PERTHREAD: "8"}
 conf_lines:
-  description: The plans_nccl(NAME=value) lines of plans_nccl(/etc/nccl.conf), sorted by name.
+  description: The C(NAME=value) lines of C(/etc/nccl.conf), sorted by name.
   returned: success
   type: list
   elements: str
   sample: ["NCCL_BUFFSIZE=4194304", "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1"]
 ib_hca:
-  description: The plans_nccl(device:port) entries of plans_nccl(NCCL_IB_HCA) (empty when it is not set).
+  description: The C(device:port) entries of C(NCCL_IB_HCA) (empty when it is not set).
   returned: success
   type: list
   elements: str
   sample: ["mlx5_0:1", "mlx5_1:1"]
 cuda:
-  description: The CUDA version the packages must match (plans_nccl(minor) null when unknown).
+  description: The CUDA version the packages must match (C(minor) null when unknown).
   returned: success
   type: dict
   sample: {major: 12, minor: 3}
@@ -119,7 +119,7 @@ installed:
   type: dict
   sample: {libnccl2: 2.21.5-1+cuda12.4}
 test_command:
-  description: The command of the acceptance gate (plans_nccl(nccl_test_command), else all_reduce_perf of the built nccl-tests over every GPU, else empty).
+  description: The command of the acceptance gate (C(nccl_test_command), else all_reduce_perf of the built nccl-tests over every GPU, else empty).
   returned: success
   type: raw
   sample: /opt/nccl-tests/build/all_reduce_perf -b 8 -e 8G -f 2 -g 8
@@ -132,6 +132,7 @@ errors:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.node.plugins.module_utils import command
 from ansible_collections.gpuops.node.plugins.module_utils.plans import nccl as plans_nccl
 from ansible_collections.gpuops.node.plugins.module_utils.node.packages import parse_dpkg_status, parse_madison
 
@@ -139,10 +140,7 @@ _DPKG = ['dpkg-query', '-W', '-f', '${Package}\\t${Version}\\t${db:Status-Abbrev
 
 
 def _run(module, argv, allowed=(0,)):
-    rc, out, err = module.run_command(argv, environ_update={'LC_ALL': 'C'})
-    if rc not in allowed:
-        module.fail_json(msg='%s exited %d: %s' % (' '.join(argv), rc, err.strip()), errors=[])
-    return out
+    return command.check(module, argv, allowed, fail=lambda msg: module.fail_json(msg=msg, errors=[])).out
 
 
 def read_packages(module, packages, repo_url):

@@ -54,7 +54,9 @@ options:
     description: Lowest acceptable bus bandwidth in GB/s at the largest size measured; unset judges errors only.
     type: float
   timeout:
-    description: Seconds the command may run before it is stopped (with coreutils C(timeout) when the node has it).
+    description:
+      - Seconds the command may run. Past them it is stopped (SIGTERM, then SIGKILL 30 seconds later, with every
+        process it started) and the task fails.
     type: int
     default: 1800
   fail_on_failure:
@@ -110,7 +112,8 @@ msg:
 rc:
   description:
     - Exit status of the command.
-    - Absent when O(output_file) was read or nothing ran. The module decides C(failed) itself (the result and
+    - Absent when O(output_file) was read or nothing ran; null when the command could not start or was stopped at
+      O(timeout) (the task fails, RV(msg) says which). The module decides C(failed) itself (the result and
       O(fail_on_failure)), so a result read from a file or returned with O(fail_on_failure=false) is not failed by
       Ansible's reading of C(rc).
   returned: when the command ran
@@ -169,6 +172,7 @@ import shlex
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
 
+from ansible_collections.gpuops.node.plugins.module_utils import command
 from ansible_collections.gpuops.node.plugins.module_utils.parsers.nccl_tests import (
     NcclParseError, busbw_failures, fmt_gbps, parse_nccl_tests)
 
@@ -184,16 +188,11 @@ def argv_of(command):
 
 
 def run(module, argv):
-    """(rc, text, timed_out) of the command, stdout then stderr."""
-    timeout = module.params['timeout']
-    full = list(argv)
-    wrapper = module.get_bin_path('timeout')
-    if wrapper and timeout > 0:
-        full = [wrapper, '-k', '30', str(timeout)] + full
-    env = dict((k, to_text(v)) for k, v in (module.params['environment'] or {}).items())
-    rc, out, err = module.run_command(full, cwd=module.params['chdir'], environ_update=env)
-    text = out + ('\n' + err if err else '')
-    return rc, text, bool(wrapper) and rc in (124, 137)
+    """The Result of the command and its text, stdout then stderr."""
+    env = dict((to_text(k), to_text(v)) for k, v in (module.params['environment'] or {}).items())
+    result = command.run(module, argv, timeout=module.params['timeout'], cwd=module.params['chdir'], env=env,
+                         kill_after=30)
+    return result, result.out + ('\n' + result.err if result.err else '')
 
 
 def judge(parsed, min_busbw_gbps, rc=None, argv=None):
@@ -259,11 +258,10 @@ def main():
                           msg='check mode: %s not run' % os.path.basename(argv[0]))
             result.update(base)
             module.exit_json(failed=False, **result)
-        rc, text, timed_out = run(module, argv)
-        base['rc'] = rc
-        if timed_out:
-            module.fail_json(msg='%s did not finish within %d seconds' % (argv[0], p['timeout']),
-                             output=text[-4000:], **base)
+        ran, text = run(module, argv)
+        rc = base['rc'] = ran.rc
+        if ran.error is not None or ran.timed_out:
+            module.fail_json(msg=command.failure(ran), output=text[-4000:], **base)
     try:
         parsed = parse_nccl_tests(text)
     except NcclParseError as exc:

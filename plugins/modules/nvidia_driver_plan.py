@@ -240,11 +240,12 @@ import platform
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.node.plugins.module_utils import command
 from ansible_collections.gpuops.node.plugins.module_utils.parsers import dkms as parsers_dkms
 from ansible_collections.gpuops.node.plugins.module_utils.node import packages as node_packages
 from ansible_collections.gpuops.node.plugins.module_utils import versions as V
-from ansible_collections.gpuops.node.plugins.module_utils.plans.nvidia_driver import (PlanError, check_request,
-                                                                              expand_packages, fabricmanager_name, plan)
+from ansible_collections.gpuops.node.plugins.module_utils.plans.nvidia_driver import (
+    PlanError, check_request, expand_packages, fabricmanager_name, plan)
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
 
 DKMS_TREE = '/var/lib/dkms'
@@ -259,10 +260,8 @@ class PackageManager(object):
             module.fail_json(msg='neither apt/dpkg nor rpm/dnf found on the node')
 
     def run(self, argv, allow=(0,)):
-        rc, out, err = self.module.run_command(argv, environ_update={'LC_ALL': 'C'})
-        if rc not in allow:
-            self.module.fail_json(msg='%s failed (exit %d): %s' % (' '.join(argv), rc, (err or out).strip()))
-        return rc, out
+        result = command.check(self.module, argv, allow)
+        return result.rc, result.out
 
     def available(self, package, origin=None):
         if self.apt:
@@ -292,11 +291,10 @@ class PackageManager(object):
 def read_dkms(module, names, boot):
     """The driver's ``dkms status`` entries, and the first errors of each make.log of a version not installed for
     ``boot``, the kernel the node boots next."""
-    if module.get_bin_path('dkms') is None:
+    dkms = module.get_bin_path('dkms')
+    if dkms is None:
         return [], {}
-    rc, out, err = module.run_command(['dkms', 'status'], environ_update={'LC_ALL': 'C'})
-    if rc != 0:
-        module.fail_json(msg='dkms status failed (exit %d): %s' % (rc, (err or out).strip()))
+    out = command.check(module, [dkms, 'status']).out
     try:
         entries = [e for e in parsers_dkms.parse_status(out) if e['module'] in names]
     except ParseError as exc:

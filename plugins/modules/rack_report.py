@@ -334,9 +334,9 @@ from ansible_collections.gpuops.node.plugins.module_utils.files import write_ato
 from ansible_collections.gpuops.node.plugins.module_utils.report.model import (
     ReportError,
     failing_hosts,
-    render_all,
     render_host_json,
 )
+from ansible_collections.gpuops.node.plugins.module_utils.report.render import render_all
 
 
 # host names kept as they are in host_dir; other characters become _

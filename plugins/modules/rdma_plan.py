@@ -114,6 +114,7 @@ errors:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.node.plugins.module_utils import command
 from ansible_collections.gpuops.node.plugins.module_utils.node.packages import parse_dpkg_status, parse_rpm_installed
 from ansible_collections.gpuops.node.plugins.module_utils.plans.rdma import plan
 
@@ -123,10 +124,8 @@ _RPM = ['rpm', '-qa', '--qf', '%{NAME} %{EPOCH}:%{VERSION}-%{RELEASE}\\n']
 
 def installed_packages(module):
     argv = _DPKG if module.params['package_manager'] == 'apt' else _RPM
-    rc, out, err = module.run_command(argv, environ_update={'LC_ALL': 'C'})
-    if rc != 0:
-        module.fail_json(msg='cannot list the installed packages: %s exited %d: %s' % (argv[0], rc, err.strip()),
-                         errors=[])
+    out = command.check(module, argv, fail=lambda msg: module.fail_json(
+        msg='cannot list the installed packages: %s' % msg, errors=[])).out
     return parse_dpkg_status(out) if module.params['package_manager'] == 'apt' else parse_rpm_installed(out)
 
 

@@ -159,6 +159,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.node.plugins.module_utils import command
 from ansible_collections.gpuops.node.plugins.module_utils.parsers.dcb import (
     app_replace_args, parse_app_dscp, parse_mlnx_qos, parse_pfc, pfc_priorities, pfc_set_args)
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
@@ -179,10 +180,7 @@ class Runner(object):
         self.mlnx_qos = mlnx_qos
 
     def run(self, argv):
-        rc, out, err = self.module.run_command(argv, environ_update={'LC_ALL': 'C'})
-        if rc != 0:
-            self.module.fail_json(msg='%s exited %d: %s' % (' '.join(argv), rc, (err or out).strip()))
-        return out
+        return command.check(self.module, argv).out
 
     def parse(self, parser, argv):
         out = self.run(argv)

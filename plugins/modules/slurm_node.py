@@ -150,6 +150,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.node.plugins.module_utils import command
 from ansible_collections.gpuops.node.plugins.module_utils.parsers.scontrol import (
     SlurmParseError, drain_reason, statuses)
 
@@ -164,15 +165,18 @@ def fail(module, msg, rc=None):
 
 def read(module, names):
     argv = [module.params['scontrol'], 'show', 'node', ','.join(names)]
-    rc, out, err = module.run_command(argv)
+    result = command.run(module, argv)
+    rc, out, err = result.rc, result.out, result.err
+    if result.error is not None or result.timed_out:
+        fail(module, command.failure(result), rc)
     try:
         found = statuses(out, names, module.params['mark'])
     except SlurmParseError as exc:
-        fail(module, '%s failed (exit %s), its output is not a node list (%s): %s'
-             % (' '.join(argv), rc, exc, (err or out).strip()[:400]), rc)
+        fail(module, command.failure(result, output='its output is not a node list (%s): %s'
+                                     % (exc, command.said(out, err))), rc)
     missing = sorted(name for name, node in found.items() if not node['found'])
     if rc != 0 and len(missing) == len(names) and 'not found' not in out:
-        fail(module, '%s failed (exit %d): %s' % (' '.join(argv), rc, (err or out).strip()[:400]), rc)
+        fail(module, command.failure(result), rc)
     if missing and module.params['missing'] == 'fail':
         fail(module, 'Slurm does not know the node%s %s (scontrol show node: %s)'
              % ('' if len(missing) == 1 else 's', ', '.join(missing), (out or err).strip()[:400]), rc)
@@ -181,9 +185,9 @@ def read(module, names):
 
 def update(module, name, words):
     argv = [module.params['scontrol'], 'update', 'nodename=%s' % name] + words
-    rc, out, err = module.run_command(argv)
-    if rc != 0:
-        fail(module, '%s failed (exit %d): %s' % (' '.join(argv), rc, (err or out).strip()[:400]), rc)
+    result = command.run(module, argv)
+    if not result.ok():
+        fail(module, command.failure(result), result.rc)
 
 
 def describe(node):

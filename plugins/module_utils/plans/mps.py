@@ -17,7 +17,7 @@ import re
 
 from ansible.module_utils.six import integer_types, string_types
 
-from ansible_collections.gpuops.node.plugins.module_utils.node.sysfs import sysfs_pci_address
+from ansible_collections.gpuops.node.plugins.module_utils.pci import sysfs_pci_address
 
 EXCLUSIVE = 'Exclusive_Process'
 DEFAULT = 'Default'

@@ -15,7 +15,7 @@ __metaclass__ = type
 import fnmatch
 
 from ansible_collections.gpuops.node.plugins.module_utils.config.mig_parted import ConfigError, expand
-from ansible_collections.gpuops.node.plugins.module_utils.node.sysfs import sysfs_pci_address
+from ansible_collections.gpuops.node.plugins.module_utils.pci import sysfs_pci_address
 from ansible_collections.gpuops.node.plugins.module_utils.topology.sources import DRIVER_FAILURES, PARTS, STATUSES
 
 NOT_CHECKED = 'not checked'

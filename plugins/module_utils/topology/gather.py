@@ -432,21 +432,22 @@ def gather_bundle(bundle_dir, sysfs_root=None):
     return topo
 
 
-def gather_live(run_command, nvidia_smi, sysfs_root='/sys', nvidia_smi_problem=None, limit=None, proc_root='/proc',
+def gather_live(run, nvidia_smi, sysfs_root='/sys', nvidia_smi_problem=None, limit=None, proc_root='/proc',
                 dcb=None, dcb_problem=None, dcgmi=None, dcgmi_problem=None):
     """Facts from the running node.
 
-    ``run_command(argv)`` returns ``(rc, out, err)`` or ``(rc, out, err,
-    timed_out)``. ``nvidia_smi`` None means the binary could not be used;
+    ``run(argv)`` returns ``(rc, out, err)`` or ``(rc, out, err,
+    timed_out)``, as the function of ``module_utils.command.runner`` does.
+    ``nvidia_smi`` None means the binary could not be used;
     ``nvidia_smi_problem`` says why (default: not found); ``limit`` is the
-    time limit ``run_command`` applies to each call, for messages. ``dcb`` is
+    time limit ``run`` applies to each call, for messages. ``dcb`` is
     the dcb binary run for each RoCE netdev (None: not found, or
     ``dcb_problem``); ``dcgmi`` the dcgmi binary asked for the host engine's health report (None: not found, or
     ``dcgmi_problem``).
     """
-    topo = gather(CommandSource(run_command, nvidia_smi, limit, dcb, dcb_problem), sysfs_root, proc_root)
-    topo['dcgm'] = topology_dcgm.read_live(run_command, dcgmi, dcgmi_problem, limit, topo['warnings'])
-    topo['mig'] = topology_mig.read_live(run_command, nvidia_smi, topo, limit, topo['warnings'])
+    topo = gather(CommandSource(run, nvidia_smi, limit, dcb, dcb_problem), sysfs_root, proc_root)
+    topo['dcgm'] = topology_dcgm.read_live(run, dcgmi, dcgmi_problem, limit, topo['warnings'])
+    topo['mig'] = topology_mig.read_live(run, nvidia_smi, topo, limit, topo['warnings'])
     if nvidia_smi is None:
         kind = 'nvidia_smi_missing' if nvidia_smi_problem is None else 'nvidia_smi_unusable'
         topo['driver_error'] = {'kind': kind, 'rc': None,

@@ -9,9 +9,10 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.gpuops.node.plugins.module_utils import command
 from ansible_collections.gpuops.node.plugins.module_utils.node.packages import read_installed_driver
 from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle, gather_live
-from ansible_collections.gpuops.node.plugins.module_utils.topology.sources import DEFAULT_TIMEOUT, run_bounded
+from ansible_collections.gpuops.node.plugins.module_utils.topology.sources import DEFAULT_TIMEOUT
 
 GATHER_ARGS = dict(
     nvidia_smi=dict(type='str', default='nvidia-smi'),
@@ -52,11 +53,8 @@ def gather_for_module(module):
     dcb, dcb_problem = _binary(module, params['dcb'], 'dcb')
     dcgmi, dcgmi_problem = _binary(module, params['dcgmi'], 'dcgmi')
     timeout = params['command_timeout']
-
-    def run(argv):
-        # LC_ALL=C keeps the tool's messages in the form the parsers read
-        return run_bounded(argv, timeout, {'LC_ALL': 'C'})
-
+    # bytes: the gathering decodes them (module_utils.rawtext), reporting invalid UTF-8
+    run = command.runner(module, timeout=timeout, binary=True)
     topology = gather_live(run, path, params['sysfs_root'] or '/sys', problem, timeout, params['proc_root'],
                            dcb, dcb_problem, dcgmi, dcgmi_problem)
     installed = read_installed_driver(run, lambda name: module.get_bin_path(name, required=False))

@@ -16,8 +16,6 @@ __metaclass__ = type
 
 import os
 import re
-import signal
-import subprocess
 
 from ansible_collections.gpuops.node.plugins.module_utils.parsers.dcb import parse_app_dscp, parse_pfc
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
@@ -50,8 +48,6 @@ DCB_QUERIES = {
 DEFAULT_TIMEOUT = 60
 # the status timeout(1) gives a command it stopped; capture bundles record it in <file>.rc
 TIMEOUT_RC = (124, 137)
-# seconds to wait for a killed command to go; one stuck in the kernel is left behind
-_REAP_SECONDS = 5
 
 # Statuses of one output, in the facts' ``outputs.<part>.status``.
 STATUSES = {
@@ -63,44 +59,6 @@ STATUSES = {
     'missing': 'not available (no file in the bundle, no nvidia-smi on the node)',
     'skipped': 'not run: an earlier query showed the driver is not loaded',
 }
-
-
-def run_bounded(argv, timeout, environ_update=None):
-    """Run ``argv`` for at most ``timeout`` seconds: ``(rc, stdout bytes, stderr bytes, timed_out)``.
-
-    On time-out the whole process group is killed and what it printed so far is
-    returned with ``rc`` None. A command that exited while a process it started
-    still held its output keeps its exit status and output, with a note on
-    stderr. A command that cannot be started gives ``rc`` None
-    and the reason in stderr.
-    """
-    env = dict(os.environ)
-    env.update(environ_update or {})
-    try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=env, start_new_session=True)
-    except OSError as exc:
-        return None, b'', ('cannot run %s: %s' % (argv[0], exc.strerror)).encode('utf-8'), False
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        return proc.returncode, out, err, False
-    except subprocess.TimeoutExpired:
-        exited = proc.poll()
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
-            out, err = proc.communicate(timeout=_REAP_SECONDS)
-        except subprocess.TimeoutExpired:
-            # stuck in the kernel (a GPU off the bus): leave it, keep nothing
-            out, err = b'', b''
-        if exited is not None:
-            # the command itself finished; a process it started kept its output open until it was killed
-            note = ('%s exited %s but a process it started kept its output open; stopped after %s s'
-                    % (argv[0], exited, timeout)).encode('utf-8')
-            return exited, out or b'', (err or b'') + b'\n' + note, False
-        return None, out or b'', err or b'', True
 
 
 class BundleSource(object):
@@ -168,10 +126,11 @@ class CommandSource(object):
     """Runs nvidia-smi (and dcb) on the node through ``run(argv)``.
 
     ``run`` returns ``(rc, out, err)`` or ``(rc, out, err, timed_out)``, as
-    ``run_bounded`` does; ``nvidia_smi`` None means the binary was not found;
-    ``limit`` is the time limit ``run`` applies, in seconds, for messages.
-    ``dcb`` is the dcb binary (None: not found, ``dcb_problem`` says why when
-    it is something else).
+    the function of ``module_utils.command.runner`` (``binary=True``) does;
+    ``nvidia_smi`` None means the binary was not found; ``limit`` is the
+    time limit ``run`` applies, in seconds, for messages. ``dcb`` is the dcb
+    binary (None: not found, ``dcb_problem`` says why when it is something
+    else).
     """
 
     def __init__(self, run, nvidia_smi, limit=None, dcb=None, dcb_problem=None):

@@ -5,6 +5,7 @@
 
     from module_harness import AnsibleFailJson, patch_module, run   # patch_module: an autouse fixture
     result = run(dcgm_diag, {'level': 1}, check_mode=True)
+    calls = answer_commands(monkeypatch, lambda argv: (0, 'output', ''))   # the commands it runs, answered
 
 The module's own exit_json and fail_json run (argument handling, warnings, deprecations, no_log); only the last
 step, printing the JSON, is replaced by an exception carrying the result. Which exception is decided as the task
@@ -14,7 +15,7 @@ task FAILED. A result that carries deprecations fails the test (``AnsibleDepreca
 removes what they warn about.
 
 What this cannot prove: how the controller's action plugin, callbacks and ``failed_when``/``changed_when``
-treat the result; tests/unit/test_modules_through_ansible.py runs every module through ansible-playbook for that.
+treat the result; tests/unit/collection/test_modules_through_ansible.py runs every module through ansible-playbook for that.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -125,3 +126,24 @@ def run(module, args, check_mode=False, diff=False, expect_fail=False):
                     % ('failed' if result['failed'] else 'ok', 'failed' if expect_fail else 'ok', result),
                     pytrace=False)
     return result
+
+
+def _as_bytes(value):
+    return value if isinstance(value, bytes) else (value or '').encode('utf-8')
+
+
+def answer_commands(monkeypatch, answer):
+    """Every command the modules run (module_utils.command, the only runner) answered by ``answer(argv)``:
+    ``(rc, out, err)`` or ``(rc, out, err, timed_out)``, text or bytes; an OSError it raises is a command that
+    cannot start. The runner's own handling (the argv check, the environment, decoding, the failure wording) still
+    runs. Returns the calls, each ``{'argv', 'env', 'cwd', 'timeout', 'kill_after'}``."""
+    from ansible_collections.gpuops.node.plugins.module_utils import command
+    calls = []
+
+    def execute(argv, env, cwd=None, timeout=None, kill_after=0):
+        calls.append({'argv': list(argv), 'env': env, 'cwd': cwd, 'timeout': timeout, 'kill_after': kill_after})
+        answered = tuple(answer(list(argv)))
+        timed_out = len(answered) > 3 and bool(answered[3])
+        return answered[0], _as_bytes(answered[1]), _as_bytes(answered[2]), timed_out
+    monkeypatch.setattr(command, 'execute', execute)
+    return calls

@@ -84,7 +84,8 @@ def test_failing_promtool_leaves_dest_untouched(tmp_path):
     dest = tmp_path / 'rules.yml'
     dest.write_text('old\n')
     result = run({'dest': str(dest), 'promtool': _fake_promtool(tmp_path, 1)}, expect_fail=True)
-    assert 'promtool check rules failed' in result['msg'] and 'nothing written' in result['msg']
+    assert result['msg'] == 'promtool check rules rules.yml exited 1: fake promtool check rules rules.yml; nothing written'
+    assert (result['rc'], result['stdout']) == (1, 'fake promtool check rules rules.yml\n')
     assert dest.read_text() == 'old\n'
 
 

@@ -9,12 +9,12 @@ read back, check mode and diff, bad data refused before dcgmi runs."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import os
 import sys
 
 import pytest
 
 from real_captures import real_path, real_text
+from repo_paths import COLLECTIONS
 
 import module_harness as harness
 # patch_module: an autouse fixture
@@ -23,7 +23,6 @@ from module_harness import patch_module  # noqa: F401 pylint: disable=unused-imp
 from ansible_collections.gpuops.node.plugins.module_utils.config import dcgm_policy as config_dcgm_policy
 from ansible_collections.gpuops.node.plugins.modules import dcgm_diag, dcgm_policy
 
-COLLECTIONS = os.path.abspath(os.path.join(os.path.dirname(config_dcgm_policy.__file__), '..', '..', '..', '..', '..'))
 PASS = 'dcgmi/diag-r1-v100-pcie-pass-dcgm339.txt'
 FAIL = 'dcgmi/diag-r3-fail-early-h100-8gpu-FAIL-cuinit-no-fabricmanager.txt'
 CONNECTION = ('Error: unable to establish a connection to the specified host: localhost\n'
@@ -119,6 +118,23 @@ def test_diag_unreadable_output_always_fails(tmp_path, output):
     result = run(dcgm_diag, {'level': 1, 'dcgmi': dcgmi, 'fail_on_failure': False}, expect_fail=True)
     assert 'cannot be read' in result['msg']
     assert 'verdict' not in result and result['failures'][0]['actual'] == 'error'
+
+
+def test_diag_that_does_not_finish_is_stopped_and_fails(tmp_path):
+    dcgmi = tmp_path / 'dcgmi'
+    dcgmi.write_text('#!/bin/sh\necho "Running the diagnostic"\nsleep 30\n')
+    dcgmi.chmod(0o755)
+    result = run(dcgm_diag, {'level': 1, 'dcgmi': str(dcgmi), 'timeout': 1, 'fail_on_failure': False},
+                 expect_fail=True)
+    assert result['msg'] == 'dcgmi diag -r 1 -j did not finish within 1 s and was killed'
+    assert result['rc'] is None and result['output'] == 'Running the diagnostic'
+    assert result['failures'][0]['message'] == result['msg'] and 'verdict' not in result
+
+
+def test_diag_without_dcgmi_fails_naming_it(tmp_path):
+    result = run(dcgm_diag, {'level': 1, 'dcgmi': 'no-such-dcgmi'}, expect_fail=True)
+    assert result['msg'] == 'no-such-dcgmi not found on the PATH'
+    assert result['failures'][0]['actual'] == 'error'
 
 
 def test_diag_check_mode_runs_nothing(tmp_path):
@@ -241,6 +257,15 @@ def test_policy_without_host_engine_fails(tmp_path):
     dcgmi = fake_policy(tmp_path, mode='down')
     result = run(dcgm_policy, {'policy': WANTED, 'dcgmi': dcgmi}, expect_fail=True)
     assert 'Unable to connect to host engine' in result['msg']
+
+
+def test_policy_error_printed_with_exit_0_fails(tmp_path):
+    dcgmi = tmp_path / 'dcgmi'
+    dcgmi.write_text('#!/bin/sh\necho "Getting policy information"\necho "Error: Invalid group ID"\nexit 0\n')
+    dcgmi.chmod(0o755)
+    result = run(dcgm_policy, {'policy': WANTED, 'dcgmi': str(dcgmi)}, expect_fail=True)
+    assert result['msg'] == 'dcgmi policy -g 0 --get exited 0: Error: Invalid group ID'
+    assert result['what'] == 'read'
 
 
 def test_policy_bad_data_refused_before_dcgmi_runs(tmp_path):

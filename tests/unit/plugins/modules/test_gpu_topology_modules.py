@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The two modules, with nvidia-smi replaced by recorded real outputs through a mocked run_command."""
+"""The two modules, with nvidia-smi replaced by recorded real outputs answering the runner (module_utils.command)."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
@@ -11,7 +11,7 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpuops.node.plugins.module_utils.topology import module_options
+from ansible_collections.gpuops.node.plugins.module_utils import command
 from ansible_collections.gpuops.node.plugins.modules import gpu_topology_check, gpu_topology_facts
 from real_captures import PROFILES, extract_ttar, profile_text, real_text
 from module_harness import deprecations_of, executor_result
@@ -20,16 +20,18 @@ DRIVER_MISSING = 'nvsmi-errors/couldnt-communicate-with-driver-a100-module-not-l
 
 
 class Recorded(object):
-    """run_bounded stand-in: maps an nvidia-smi argv tail to (rc, real output[, stderr[, timed out]])."""
+    """command.execute stand-in: maps an nvidia-smi argv tail to (rc, real output[, stderr[, timed out]])."""
 
     def __init__(self, outputs):
         self.outputs = outputs
         self.calls = []
         self.timeouts = []
+        self.envs = []
 
-    def __call__(self, args, timeout, environ_update=None):
+    def __call__(self, args, env, cwd=None, timeout=None, kill_after=0):
         self.calls.append(list(args))
         self.timeouts.append(timeout)
+        self.envs.append(env)
         key = ' '.join(args[1:])
         rc, rel = self.outputs[key][:2]
         err, timed_out = (tuple(self.outputs[key][2:]) + ('', False))[:2]
@@ -40,7 +42,7 @@ class Recorded(object):
 def run_module(mod, monkeypatch, capsys, args, outputs, binaries=('nvidia-smi',)):
     """Run a module with nvidia-smi (and the package tools in ``binaries``) answering from ``outputs``."""
     recorded = Recorded(outputs)
-    monkeypatch.setattr(module_options, 'run_bounded', recorded)
+    monkeypatch.setattr(command, 'execute', recorded)
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path',
                         lambda self, name, required=False, opt_dirs=None: '/usr/bin/' + name if name in binaries else None)
     with patch_module_args(args):
@@ -89,6 +91,8 @@ def test_facts_runs_the_three_commands(monkeypatch, capsys, tmp_path):
         ('nvidia-smi -q -x', 'ok', list(range(8))), ('nvidia-smi topo -m', 'ok', list(range(8))),
         ('nvidia-smi nvlink -s', 'ok', list(range(8)))]
     assert recorded.timeouts == [60, 60, 60]
+    # the best parsable locale, for every call (C here: the stand-in get_bin_path finds no locale program)
+    assert [(env['LC_ALL'], env['LANG'], 'LANGUAGE' in env) for env in recorded.envs] == [('C', 'C', False)] * 3
     assert topo['missing'] == [] and len(topo['nics']) == 12
 
 
@@ -296,17 +300,17 @@ def test_defer_roles_rejects_an_unknown_role(monkeypatch, capsys, tmp_path):
 
 
 def test_a_child_holding_the_output_does_not_discard_a_finished_answer(tmp_path):
-    """run_bounded against a stand-in that prints the simulated A100's -q -x, leaves a child holding its stdout
+    """The runner against a stand-in that prints the simulated A100's -q -x, leaves a child holding its stdout
     and exits 0: the output and the exit status are kept, with a note."""
     xml = tmp_path / 'q-x.xml'
     xml.write_text(profile_text('a100-sxm-8gpu-ib', 'nvidia-smi-q-x.xml'))
     smi = tmp_path / 'nvidia-smi'
     smi.write_text('#!/bin/sh\ncat %s\nsleep 30 &\nexit 0\n' % xml)
     smi.chmod(0o755)
-    rc, out, err, timed_out = module_options.run_bounded([str(smi), '-q', '-x'], 1)
+    rc, out, err, timed_out = command.run(None, [str(smi), '-q', '-x'], timeout=1, binary=True)
     assert (rc, timed_out) == (0, False)
     assert out.decode('utf-8') == xml.read_text()
-    assert err.endswith(b'exited 0 but a process it started kept its output open; stopped after 1 s')
+    assert err.endswith(b'\nnvidia-smi exited 0 but a process it started kept its output open; stopped after 1 s')
 
 
 def test_installed_driver_from_dpkg(monkeypatch, capsys, tmp_path):

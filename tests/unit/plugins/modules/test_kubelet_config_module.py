@@ -5,7 +5,6 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import os
-import sys
 
 import pytest
 
@@ -16,7 +15,6 @@ from ansible.module_utils import basic
 from ansible_collections.gpuops.node.plugins.module_utils.config import kubelet as config_kubelet
 from ansible_collections.gpuops.node.plugins.modules import kubelet_config
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..'))
 from real_captures import real_text  # noqa: E402 pylint: disable=import-error,wrong-import-position
 
 KUBEADM = real_text('kubelet/kubeadm-1.27-playwithk8s-node2.yaml')

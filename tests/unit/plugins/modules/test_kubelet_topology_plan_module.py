@@ -13,8 +13,9 @@ from module_harness import patch_module, run, warnings_of  # noqa: F401 pylint: 
 
 from ansible_collections.gpuops.node.plugins.modules import kubelet_topology_plan
 from real_captures import real_text
+from repo_paths import REPO
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+ROOT = REPO
 with open(os.path.join(ROOT, 'roles', 'kubelet_topology', 'defaults', 'main.yml')) as _handle:
     DEFAULTS = yaml.safe_load(_handle)
 CONFIG = yaml.safe_load(real_text('kubelet/kubeadm-1.27-playwithk8s-node2.yaml'))

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""mig_layout end to end against the simulator's nvidia-smi (simulator/nvidia_smi.py, a replaying nvidia-smi with
+"""mig_layout end to end against the simulator's nvidia-smi (simulator/nvidia_smi/, a replaying nvidia-smi with
 its state file): the simulated H100 node taken to the mixed layout and back, check mode, a busy GPU whose mode
 stays pending, the boot script run after the reboot, nvidia-smi's failures (real texts) and refused layouts."""
 from __future__ import (absolute_import, division, print_function)
@@ -12,20 +12,20 @@ import sys
 
 import pytest
 
-from ansible.module_utils import basic
 from ansible.module_utils.common.warnings import get_warning_messages
 
+from ansible_collections.gpuops.node.plugins.module_utils.command import label
 from ansible_collections.gpuops.node.plugins.modules import mig_layout
 # patch_module: an autouse fixture
-from module_harness import patch_module, run  # noqa: F401 pylint: disable=unused-import
+from module_harness import answer_commands, patch_module, run  # noqa: F401 pylint: disable=unused-import
 from real_captures import real_text
+from repo_paths import REPO
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+ROOT = REPO
 
-from simulator import bundle as B  # noqa: E402
-from simulator import nvidia_smi as N  # noqa: E402
+from simulator import admin  # noqa: E402
+from simulator import bundle  # noqa: E402
+from simulator import nvidia_smi  # noqa: E402
 
 H100_BUS = ['00000000:19:00.0', '00000000:3B:00.0', '00000000:4C:00.0', '00000000:5D:00.0',
             '00000000:9B:00.0', '00000000:BB:00.0', '00000000:CB:00.0', '00000000:DB:00.0']
@@ -46,11 +46,11 @@ SEVEN = ','.join(['1g.10gb'] * 7)
 
 class Sim(object):
     """A simulated node: its profile copied under tmp_path, its own state file; nvidia-smi runs in-process
-    (``inprocess``, recording each argv) or as a program (``smi``, a wrapper of simulator/nvidia_smi.py)."""
+    (``inprocess``, recording each argv) or as a program (``smi``, a wrapper of simulator/nvidia_smi/)."""
 
     def __init__(self, tmp_path, monkeypatch, name):
         self.dir = str(tmp_path / 'profile')
-        B.write_tree(B.read_profile(os.path.join(ROOT, 'simulator', 'profiles', name)), self.dir)
+        bundle.write_tree(bundle.read_profile(os.path.join(ROOT, 'simulator', 'profiles', name)), self.dir)
         self.env = {'GPUOPS_SIM_PROFILE': self.dir, 'GPUOPS_SIM_STATE': str(tmp_path / 'state.json'),
                     'GPUOPS_SIM_ALLOW_NONROOT': '1'}
         for key, value in self.env.items():
@@ -58,25 +58,25 @@ class Sim(object):
         self.smi = str(tmp_path / 'nvidia-smi')
         with open(self.smi, 'w') as handle:
             handle.write('#!/bin/sh\nexec %s %s "$@"\n' % (sys.executable, os.path.join(ROOT, 'simulator',
-                                                                                        'nvidia_smi.py')))
+                                                                                        'nvidia_smi')))
         os.chmod(self.smi, 0o755)
         self.calls = []
         self.monkeypatch = monkeypatch
         self.replace = {}
 
     def nvsmi(self, *argv):
-        return N.run(list(argv), dict(self.env))
+        return nvidia_smi.run(list(argv), dict(self.env))
 
     def admin(self, *argv):
-        return N.run(list(argv), dict(self.env), prog='gpuops-sim')
+        return admin.run(list(argv), dict(self.env))
 
     def inprocess(self):
-        """run_command answers from the simulator in-process; ``replace[option]`` = (rc, text) overrides the
+        """The commands the module runs answered by the simulator in-process; ``replace[option]`` = (rc, text) overrides the
         answer of the first command with that option (a real capture of a failure); ``option`` may be a tuple,
         the arguments that command has all of (``('-dgi', bus)``)."""
         sim = self
 
-        def run_command(module, args, **kwargs):
+        def answer(args):
             sim.calls.append(list(args))
             for option, answer in list(sim.replace.items()):
                 if all(o in args for o in (option if isinstance(option, tuple) else (option,))):
@@ -84,7 +84,8 @@ class Sim(object):
                     return answer[0], answer[1], ''
             result = sim.nvsmi(*args[1:])
             return result.rc, result.out, result.err
-        self.monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
+        self.answer = answer
+        answer_commands(self.monkeypatch, answer)
         return self
 
     def changes(self):
@@ -234,13 +235,29 @@ def test_nvidia_smi_failures_are_reported_verbatim(h100, capture):
     text = real_text('mig/' + capture)
     h100.inprocess().replace['-cgi'] = (255, text)
     failed = run(mig_layout, _args(h100, 'all-1g.10gb'), expect_fail=True)
-    argv = '%s mig -i %s -cgi %s -C' % (h100.smi, H100_BUS[0], SEVEN)
-    assert failed['msg'].startswith('%s failed (exit 255): %s' % (argv, text.strip()))
-    assert failed['msg'].endswith('; run before it: %s -i %s -mig 1' % (h100.smi, H100_BUS[0]))
+    argv = 'nvidia-smi mig -i %s -cgi %s -C' % (H100_BUS[0], SEVEN)
+    assert failed['msg'].startswith('%s exited 255: %s' % (argv, ' | '.join(text.strip().splitlines())))
+    assert failed['msg'].endswith('; run before it: nvidia-smi -i %s -mig 1' % H100_BUS[0])
     assert failed['nvidia_smi'] == text.strip().splitlines()
     # the first GPU failed: the others are untouched
     assert failed['changed'] and len(failed['commands']) == 2
     assert h100.modes() == [('Enabled', 'Enabled')] + [('Disabled', 'Disabled')] * 7
+
+
+def test_a_hung_change_is_stopped_and_named_with_what_ran_before_it(h100):
+    h100.inprocess()
+
+    def hang_on_create(argv):
+        if '-cgi' in argv:
+            h100.calls.append(list(argv))
+            return None, '', '', True
+        return h100.answer(argv)
+    answer_commands(h100.monkeypatch, hang_on_create)
+    failed = run(mig_layout, _args(h100, 'all-1g.10gb'), expect_fail=True)
+    assert failed['msg'] == ('nvidia-smi mig -i %s -cgi %s -C did not finish within 300 s and was killed; run before '
+                             'it: nvidia-smi -i %s -mig 1' % (H100_BUS[0], SEVEN, H100_BUS[0]))
+    assert failed['changed'] and [c[1:] for c in failed['commands']] == [
+        ['-i', H100_BUS[0], '-mig', '1'], ['mig', '-i', H100_BUS[0], '-cgi', SEVEN, '-C']]
 
 
 def test_a_failed_destroy_stops_before_the_mode_change(h100):
@@ -250,7 +267,9 @@ def test_a_failed_destroy_stops_before_the_mode_change(h100):
                                              'ID  2: In use by another client\n'
                                              'Failed to destroy compute instances: In use by another client\n')
     failed = run(mig_layout, _args(h100, 'all-disabled'), expect_fail=True)
-    assert 'In use by another client\nFailed to destroy compute instances: In use by another client' in failed['msg']
+    assert failed['msg'] == ('nvidia-smi mig -i %s -gi 2 -dci exited 255: Unable to destroy compute instance ID  0 from '
+                             'GPU  0 GPU instance ID  2: In use by another client | Failed to destroy compute '
+                             'instances: In use by another client' % H100_BUS[0])
     assert [c[1:] for c in h100.changes()] == [['mig', '-i', H100_BUS[0], '-gi', '2', '-dci']]
 
 
@@ -274,9 +293,9 @@ def test_a_failed_destroy_on_the_second_gpu_leaves_the_first_complete_and_the_ot
     changes = h100.changes()
     assert [(c[3], c[-1]) for c in changes] == [(H100_BUS[0], '-dci'), (H100_BUS[0], '-dgi'), (H100_BUS[0], '-C'),
                                                 (H100_BUS[1], '-dci'), (H100_BUS[1], '-dgi')]
-    assert failed['msg'] == ('%s failed (exit 255): Unable to destroy GPU instance ID  1 from GPU  1: In use by '
-                             'another client\nFailed to destroy GPU instances: In use by another client; run before '
-                             'it: %s' % (' '.join(changes[-1]), '; '.join(' '.join(c) for c in changes[:-1])))
+    assert failed['msg'] == ('%s exited 255: Unable to destroy GPU instance ID  1 from GPU  1: In use by '
+                             'another client | Failed to destroy GPU instances: In use by another client; run before '
+                             'it: %s' % (label(changes[-1]), '; '.join(label(c) for c in changes[:-1])))
     assert failed['nvidia_smi'] == ['Unable to destroy GPU instance ID  1 from GPU  1: In use by another client',
                                     'Failed to destroy GPU instances: In use by another client']
     assert failed['changed'] and failed['commands'] == changes
@@ -297,10 +316,11 @@ def test_a_failed_creation_on_the_second_gpu_stops_there_and_the_boot_script_is_
     h100.inprocess().replace[('-cgi', H100_BUS[1])] = (255, text)
     failed = run(mig_layout, _args(h100, 'all-1g.10gb', boot_script=script), expect_fail=True)
     smi = h100.smi
-    assert failed['msg'] == '%s mig -i %s -cgi %s -C failed (exit 255): %s; run before it: %s' % (
-        smi, H100_BUS[1], SEVEN, text.strip(), '; '.join([
-            '%s -i %s -mig 1' % (smi, H100_BUS[0]), '%s mig -i %s -cgi %s -C' % (smi, H100_BUS[0], SEVEN),
-            '%s -i %s -mig 1' % (smi, H100_BUS[1])]))
+    assert failed['msg'] == 'nvidia-smi mig -i %s -cgi %s -C exited 255: %s; run before it: %s' % (
+        H100_BUS[1], SEVEN, ' | '.join(text.strip().splitlines()), '; '.join([
+            'nvidia-smi -i %s -mig 1' % H100_BUS[0], 'nvidia-smi mig -i %s -cgi %s -C' % (H100_BUS[0], SEVEN),
+            'nvidia-smi -i %s -mig 1' % H100_BUS[1]]))
+    assert failed['commands'][0][0] == smi
     assert h100.modes() == [('Enabled', 'Enabled')] * 2 + [('Disabled', 'Disabled')] * 6
     assert _instances(h100, H100_BUS[0]) == ['1g.10gb'] * 7 and _instances(h100, H100_BUS[1]) == []
     # each mode change read back on its own GPU

@@ -9,8 +9,9 @@ import os
 import pytest
 import yaml
 
-MODULES = sorted(n[:-3] for n in os.listdir(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..',
-                                                         'plugins', 'modules')) if n.endswith('.py'))
+from repo_paths import REPO
+
+MODULES = sorted(n[:-3] for n in os.listdir(os.path.join(REPO, 'plugins', 'modules')) if n.endswith('.py'))
 
 
 @pytest.mark.parametrize('name', MODULES)

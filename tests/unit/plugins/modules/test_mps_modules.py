@@ -5,20 +5,15 @@ mode that does not take fails)."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import os
-import sys
-
 import pytest
 
-from module_harness import patch_module, run  # noqa: F401 pylint: disable=unused-import
-
-from ansible.module_utils import basic
+from module_harness import answer_commands, patch_module, run  # noqa: F401 pylint: disable=unused-import
 
 from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvsmi_xml import parse_nvsmi_xml
 from ansible_collections.gpuops.node.plugins.modules import gpu_compute_mode, mps_plan
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', 'simulator'))
-from simhelpers import N, Node  # noqa: E402 pylint: disable=import-error,wrong-import-position
+from simhelpers import Node  # noqa: E402 pylint: disable=import-error,wrong-import-position
+from simulator import nvidia_smi  # noqa: E402 pylint: disable=import-error,wrong-import-position
 
 VALUES = {'mps_enabled': True, 'mps_gpu_sets': [{'name': 'train', 'devices': [0, 1, 2, 3]}],
           'mps_group': 'gpuops-mps', 'mps_pipe_dir': '/run/nvidia-mps', 'mps_log_dir': '/var/log/nvidia-mps',
@@ -27,16 +22,17 @@ VALUES = {'mps_enabled': True, 'mps_gpu_sets': [{'name': 'train', 'devices': [0,
 
 @pytest.fixture
 def node(tmp_path, monkeypatch):
-    """The simulated DGX A100; AnsibleModule.run_command answers nvidia-smi from it and records the calls."""
+    """The simulated DGX A100; the commands the modules run are answered by its nvidia-smi, and recorded."""
     sim = Node(tmp_path, 'a100-sxm-8gpu-ib')
     sim.calls = []
 
-    def run_command(_self, argv, **_kwargs):
+    def run_nvidia_smi(argv):
         sim.calls.append(list(argv))
         assert argv[0] == 'nvidia-smi'
-        result = N.run(list(argv[1:]), dict(sim.env))
+        result = nvidia_smi.run(list(argv[1:]), dict(sim.env))
         return result.rc, result.out, result.err
-    monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
+    sim.answer = run_nvidia_smi
+    answer_commands(monkeypatch, run_nvidia_smi)
     return sim
 
 
@@ -105,12 +101,30 @@ def test_compute_mode_refuses_unknown_gpus_and_modes(node):
 
 
 def test_compute_mode_fails_when_the_mode_does_not_take(node, monkeypatch):
-    real = basic.AnsibleModule.run_command
-
-    def ignore_setter(self, argv, **kwargs):
+    def ignore_setter(argv):
         if '-c' in argv:
             return 0, 'Set compute mode to EXCLUSIVE_PROCESS for GPU 00000000:07:00.0.\nAll done.\n', ''
-        return real(self, argv, **kwargs)
-    monkeypatch.setattr(basic.AnsibleModule, 'run_command', ignore_setter)
+        return node.answer(argv)
+    answer_commands(monkeypatch, ignore_setter)
     result = run(gpu_compute_mode, {'modes': _wanted(node, gpus=[0])}, expect_fail=True)
     assert result['msg'] == 'the compute mode did not take: 00000000:07:00.0 is Default'
+
+
+def test_compute_mode_a_refused_setter_fails_with_its_words(node, monkeypatch):
+    def refuse(argv):
+        if '-c' in argv:
+            return 4, ('Unable to set the compute mode for GPU 00000000:07:00.0: Insufficient Permissions\n'
+                       'Terminating early due to previous errors.\n'), ''
+        return node.answer(argv)
+    answer_commands(monkeypatch, refuse)
+    result = run(gpu_compute_mode, {'modes': _wanted(node, gpus=[0])}, expect_fail=True)
+    assert result['msg'] == ('nvidia-smi -i 00000000:07:00.0 -c EXCLUSIVE_PROCESS exited 4: Unable to set the compute '
+                             'mode for GPU 00000000:07:00.0: Insufficient Permissions | Terminating early due to '
+                             'previous errors.')
+    assert result['commands'] == [['nvidia-smi', '-i', '00000000:07:00.0', '-c', 'EXCLUSIVE_PROCESS']]
+
+
+def test_compute_mode_without_nvidia_smi_is_named(tmp_path):
+    result = run(gpu_compute_mode, {'modes': {'00000000:07:00.0': 'Default'},
+                                    'nvidia_smi': str(tmp_path / 'bin' / 'nvidia-smi')}, expect_fail=True)
+    assert result['msg'] == 'nvidia-smi not found at %s' % (tmp_path / 'bin' / 'nvidia-smi')

@@ -10,7 +10,10 @@ import yaml
 
 from ansible_collections.gpuops.node.plugins.modules import nccl_plan as module_nccl_plan
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+from module_harness import answer_commands
+from repo_paths import REPO
+
+ROOT = REPO
 with open(os.path.join(ROOT, 'roles', 'nccl', 'defaults', 'main.yml')) as _handle:
     DEFAULTS = yaml.safe_load(_handle)
 
@@ -39,10 +42,12 @@ def _params(**variables):
 
 
 class FakeModule(object):
+    """The module, and apt and dpkg-query answering the commands it runs."""
+
     def __init__(self):
         self.calls = []
 
-    def run_command(self, argv, environ_update=None):
+    def answer(self, argv):
         self.calls.append(argv[:2])
         if argv[:2] == ['apt-cache', 'show']:
             return 0, SHOW, ''
@@ -55,10 +60,16 @@ class FakeModule(object):
         raise AssertionError(kwargs)
 
 
-def test_plan_of_a_node():
-    module = FakeModule()
+@pytest.fixture
+def module(monkeypatch):
+    fake = FakeModule()
+    answer_commands(monkeypatch, fake.answer)
+    return fake
+
+
+def test_plan_of_a_node(module):
     result = module_nccl_plan.plan(_params(nccl_version='2.23.4', nccl_tests_build=True, nccl_test_min_busbw_gbps=40),
-                    lambda packages, url: module_nccl_plan.read_packages(module, packages, url))
+                                   lambda packages, url: module_nccl_plan.read_packages(module, packages, url))
     assert result['errors'] == []
     assert result['ib_hca'] == ['mlx5_0:1', 'mlx5_1:1']
     assert 'NCCL_IB_HCA==mlx5_0:1,mlx5_1:1' in result['conf_lines']
@@ -68,8 +79,7 @@ def test_plan_of_a_node():
     assert result['test_command'] == '/opt/nccl-tests/build/all_reduce_perf -b 8 -e 8G -f 2 -g 2'
 
 
-def test_only_the_mirror_counts():
-    module = FakeModule()
+def test_only_the_mirror_counts(module):
     params = _params(nccl_version='2.23.4')
     params['repo_url'] = 'file:///srv/repo/'
     result = module_nccl_plan.plan(params, lambda packages, url: module_nccl_plan.read_packages(module, packages, url))
@@ -82,7 +92,7 @@ def test_only_the_mirror_counts():
 def test_bad_values_stop_before_apt_is_read():
     calls = []
     result = module_nccl_plan.plan(_params(nccl_test_min_busbw_gbps=-1, nccl_ib_hcas=['ib*']),
-                    lambda packages, url: calls.append(packages))
+                                   lambda packages, url: calls.append(packages))
     assert calls == []
     assert [e.split(' ')[0] for e in result['errors']] == ['nccl_test_min_busbw_gbps', 'nccl_ib_hcas:']
     assert result['conf_lines'] == []
@@ -96,7 +106,18 @@ def test_without_packages_nothing_is_read():
 
 
 @pytest.mark.parametrize('gate', [{'nccl_tests_build': True}, {'nccl_test_command': 'all_reduce_perf -g 2'}])
-def test_a_gate_without_a_threshold_is_refused(gate):
-    module = FakeModule()
+def test_a_gate_without_a_threshold_is_refused(gate, module):
     result = module_nccl_plan.plan(_params(nccl_version='2.23.4', **gate), lambda packages, url: module_nccl_plan.read_packages(module, packages, url))
     assert [e for e in result['errors'] if e.startswith('nccl_test_min_busbw_gbps: the gate runs nccl-tests')]
+
+
+def test_a_failing_apt_fails_with_its_words(module, monkeypatch):
+    def locked(argv):
+        if argv[:2] == ['apt-cache', 'madison']:
+            return 100, '', 'E: Could not open lock file /var/lib/apt/lists/lock - open (13: Permission denied)\n'
+        return module.answer(argv)
+    answer_commands(monkeypatch, locked)
+    with pytest.raises(AssertionError) as failed:
+        module_nccl_plan.read_packages(module, ['libnccl2'], 'file:/srv/repo')
+    assert failed.value.args[0] == {'msg': 'apt-cache madison libnccl2 exited 100: E: Could not open lock file '
+                                           '/var/lib/apt/lists/lock - open (13: Permission denied)', 'errors': []}

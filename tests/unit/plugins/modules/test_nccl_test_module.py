@@ -7,6 +7,7 @@ __metaclass__ = type
 import json
 import os
 import stat
+import time
 
 import pytest
 
@@ -118,10 +119,28 @@ def test_check_mode_runs_nothing_but_reads_a_file(tmp_path):
 
 def test_timeout_stops_the_command(tmp_path):
     slow = tmp_path / 'all_gather_perf'
-    slow.write_text('#!/bin/sh\nsleep 30\n')
+    slow.write_text('#!/bin/sh\necho started\nsleep 30\n')
     slow.chmod(0o755)
+    started = time.time()
     result = run({'command': str(slow), 'timeout': 1}, expect_fail=True)
-    assert 'did not finish within 1 seconds' in result['msg'] and result['rc'] == 124
+    # SIGTERM stops the shell and its sleep: no wait for the SIGKILL 30 s later
+    assert time.time() - started < 15
+    assert result['msg'] == 'all_gather_perf did not finish within 1 s and was killed'
+    assert result['rc'] is None and result['output'] == 'started\n'
+
+
+def test_a_missing_program_is_named(tmp_path):
+    result = run({'command': str(tmp_path / 'all_reduce_perf') + ' -g 8'}, expect_fail=True)
+    assert result['msg'] == 'all_reduce_perf not found at %s' % (tmp_path / 'all_reduce_perf')
+    assert result['rc'] is None and result['command'] == [str(tmp_path / 'all_reduce_perf'), '-g', '8']
+
+
+def test_a_missing_chdir_is_named(tmp_path):
+    perf, log = fake_perf(tmp_path, H100)
+    result = run({'command': perf, 'chdir': str(tmp_path / 'absent')}, expect_fail=True)
+    assert result['msg'] == 'all_reduce_perf could not be run: the directory to run in, %s, does not exist' % (
+        tmp_path / 'absent')
+    assert calls(log) == []
 
 
 @pytest.mark.parametrize('args, message', [

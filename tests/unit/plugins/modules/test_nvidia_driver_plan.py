@@ -5,7 +5,11 @@ __metaclass__ = type
 
 import os
 
+import pytest
+
 from ansible_collections.gpuops.node.plugins.modules import nvidia_driver_plan as module_nvidia_driver_plan
+
+from module_harness import answer_commands
 
 STATUS = ('nvidia-current/535.261.03, 6.1.0-40-amd64, x86_64: installed\n'
           'nvidia-current/535.261.03, 6.1.0-41-amd64, x86_64: built\n')
@@ -16,15 +20,17 @@ class FakeModule(object):
     def get_bin_path(self, name, required=False, opt_dirs=None):
         return '/usr/sbin/' + name
 
-    def run_command(self, argv, environ_update=None):
-        assert argv == ['dkms', 'status']
-        return 0, STATUS, ''
-
     def fail_json(self, **kwargs):
         raise AssertionError(kwargs)
 
 
+def dkms_status(argv):
+    assert argv == ['/usr/sbin/dkms', 'status']
+    return 0, STATUS, ''
+
+
 def test_make_log_errors_count_for_the_kernel_the_node_boots(tmp_path, monkeypatch):
+    answer_commands(monkeypatch, dkms_status)
     build = tmp_path / 'nvidia-current' / '535.261.03' / 'build'
     build.mkdir(parents=True)
     (build / 'make.log').write_text(LOG)
@@ -37,12 +43,21 @@ def test_make_log_errors_count_for_the_kernel_the_node_boots(tmp_path, monkeypat
     assert errors == {'nvidia-current/535.261.03': [LOG.strip()]}
 
 
+def test_a_failing_dkms_fails_with_its_words(monkeypatch):
+    answer_commands(monkeypatch, lambda argv: (3, '', 'Error! Could not locate dkms.conf file.\n'
+                                                      'File: /var/lib/dkms/nvidia/535/source/dkms.conf does not exist.\n'))
+    with pytest.raises(AssertionError) as failed:
+        module_nvidia_driver_plan.read_dkms(FakeModule(), ['nvidia-current'], '6.1.0-40-amd64')
+    assert failed.value.args[0] == {'msg': 'dkms status exited 3: Error! Could not locate dkms.conf file. | File: '
+                                           '/var/lib/dkms/nvidia/535/source/dkms.conf does not exist.'}
+
+
 def test_boot_kernels_newest_without_rescue(tmp_path, monkeypatch):
     for name in ('vmlinuz-6.1.0-9-amd64', 'vmlinuz-6.1.0-10-amd64', 'vmlinuz-0-rescue-abc', 'config-6.1.0-10-amd64'):
         (tmp_path / name).write_text('')
     monkeypatch.setattr(module_nvidia_driver_plan, 'BOOT', str(tmp_path))
-    assert module_nvidia_driver_plan.boot_kernels('6.1.0-9-amd64') == {'boot': '6.1.0-10-amd64', 'running': '6.1.0-9-amd64',
-                                               'headers_for': ['6.1.0-9-amd64', '6.1.0-10-amd64']}
+    assert module_nvidia_driver_plan.boot_kernels('6.1.0-9-amd64') == {
+        'boot': '6.1.0-10-amd64', 'running': '6.1.0-9-amd64', 'headers_for': ['6.1.0-9-amd64', '6.1.0-10-amd64']}
     assert module_nvidia_driver_plan.boot_kernels('6.18.44-host')['headers_for'] == ['6.1.0-10-amd64']
     monkeypatch.setattr(module_nvidia_driver_plan, 'BOOT', os.path.join(str(tmp_path), 'absent'))
     assert module_nvidia_driver_plan.boot_kernels('6.18.44-host') == {'boot': None, 'running': '6.18.44-host', 'headers_for': []}

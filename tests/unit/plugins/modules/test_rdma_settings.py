@@ -13,6 +13,8 @@ import pytest
 from ansible_collections.gpuops.node.plugins.module_utils.config import rdma_settings as config_rdma_settings
 from ansible_collections.gpuops.node.plugins.modules import rdma_settings as module_rdma_settings
 
+from module_harness import answer_commands
+
 SETTINGS = {'priority': 3, 'dscp': 26, 'tos': 106, 'cnp_dscp': 48, 'cnp_priority': 6}
 ENTRY = {'hca': 'rocep1s0f0', 'netdev': 'enp1s0f0np0', 'ports': [1]}
 
@@ -34,7 +36,7 @@ def _tree(root, rdma_cm=True):
 
 
 class FakeDcb(object):
-    """Answers dcb as iproute2 6.1 prints, from a PFC set and a DSCP table."""
+    """Answers dcb as iproute2 6.1 prints, from a PFC set and a DSCP table; the module it stands for."""
 
     def __init__(self):
         self.pfc = set()
@@ -43,7 +45,7 @@ class FakeDcb(object):
         self.check_mode = False
         self.params = {'sysfs_root': None, 'priority': 3}
 
-    def run_command(self, argv, environ_update=None):
+    def answer(self, argv):
         self.calls.append(argv)
         if argv[1:3] == ['pfc', 'show']:
             return 0, 'pfc-cap 8 macsec-bypass off delay 0\nprio-pfc %s\n' % ' '.join(
@@ -65,6 +67,14 @@ class FakeDcb(object):
         raise AssertionError(kwargs)
 
 
+@pytest.fixture
+def dcb(monkeypatch):
+    """A FakeDcb answering every command the module runs."""
+    fake = FakeDcb()
+    answer_commands(monkeypatch, fake.answer)
+    return fake
+
+
 def _pass(tmp_path, dcb, write=True):
     dcb.params['sysfs_root'] = str(tmp_path)
     runner = module_rdma_settings.Runner(dcb, 'dcb', None)
@@ -76,9 +86,8 @@ def _pass(tmp_path, dcb, write=True):
     return items, changed
 
 
-def test_reads_compares_writes_only_differences_and_converges(tmp_path):
+def test_reads_compares_writes_only_differences_and_converges(tmp_path, dcb):
     _tree(tmp_path)
-    dcb = FakeDcb()
     dcb.app = {0: [0]}
     _items, changed = _pass(tmp_path, dcb)
     assert sorted(i['name'] for i in changed) == sorted([
@@ -95,20 +104,18 @@ def test_reads_compares_writes_only_differences_and_converges(tmp_path):
     assert 'rocep1s0f0 enp1s0f0np0 pfc = PFC on 3\n' in config_rdma_settings.diff_text(items, 'before')
 
 
-def test_rdma_cm_group_is_created_when_absent(tmp_path):
+def test_rdma_cm_group_is_created_when_absent(tmp_path, dcb):
     _tree(tmp_path, rdma_cm=False)
-    dcb = FakeDcb()
     items, changed = _pass(tmp_path, dcb, write=False)
     tos = [i for i in items if i['name'] == 'rdma_cm/ports/1/default_roce_tos'][0]
     assert tos['before'] is None and tos in changed
     assert config_rdma_settings.show(tos, 'before') == '(unreadable)'
 
 
-def test_an_interface_without_ecn_gets_everything_but_dcqcn(tmp_path):
+def test_an_interface_without_ecn_gets_everything_but_dcqcn(tmp_path, dcb):
     # the inbox mlx5 driver: no ecn in sysfs, DCQCN is the firmware's
     _tree(tmp_path)
     shutil.rmtree(str(tmp_path / 'class' / 'net' / 'enp1s0f0np0' / 'ecn'))
-    dcb = FakeDcb()
     dcb.params['sysfs_root'] = str(tmp_path)
     entry = dict(ENTRY)
     items = module_rdma_settings.read_items(dcb, module_rdma_settings.Runner(dcb, 'dcb', None), entry, SETTINGS)
@@ -117,10 +124,9 @@ def test_an_interface_without_ecn_gets_everything_but_dcqcn(tmp_path):
     assert '/ecn/' not in config_rdma_settings.boot_script(str(tmp_path), [entry], SETTINGS, [], False, '# test')
 
 
-def test_no_rdma_cm_configfs_fails_naming_it(tmp_path):
+def test_no_rdma_cm_configfs_fails_naming_it(tmp_path, dcb):
     _tree(tmp_path)
     shutil.rmtree(str(tmp_path / 'kernel'))
-    dcb = FakeDcb()
     dcb.params['sysfs_root'] = str(tmp_path)
     with pytest.raises(AssertionError, match='configfs is not mounted or rdma_cm is not loaded'):
         module_rdma_settings.read_items(dcb, module_rdma_settings.Runner(dcb, 'dcb', None), dict(ENTRY), SETTINGS)
@@ -158,3 +164,17 @@ def test_boot_script_sets_the_same_values(tmp_path):
                                             'app replace dev enp1s0f0np0 dscp-prio 26:3 48:6']
     assert (ib / 'ibp24s0' / 'flags').read_text() == '0x1002\n'
     assert (ib / 'eth9' / 'flags').read_text() == '0x1003\n'
+
+
+def test_a_refused_dcb_command_fails_with_its_words(tmp_path, dcb, monkeypatch):
+    _tree(tmp_path)
+
+    def refuse_set(argv):
+        if argv[1:3] == ['pfc', 'set']:
+            return 1, '', 'Error: Operation not supported\n'
+        return dcb.answer(argv)
+    answer_commands(monkeypatch, refuse_set)
+    with pytest.raises(AssertionError) as failed:
+        _pass(tmp_path, dcb)
+    assert failed.value.args[0] == {'msg': 'dcb pfc set dev enp1s0f0np0 prio-pfc all:off 3:on exited 1: '
+                                           'Error: Operation not supported'}

@@ -12,11 +12,9 @@ import re
 
 import pytest
 
-from ansible.module_utils import basic
-
 from ansible_collections.gpuops.node.plugins.modules import slurm_node
 
-from module_harness import patch_module, run  # noqa: F401 pylint: disable=unused-import
+from module_harness import answer_commands, patch_module, run  # noqa: F401 pylint: disable=unused-import
 from real_captures import real_text
 
 CAPTURE = 'slurm/scontrol-show-node-%s-debian12-22.05.8.txt'
@@ -45,7 +43,7 @@ class FakeSlurm(object):
         base = real_text(CAPTURE % 'idle').replace('slurmx-n2', name)
         return _derive(base, state, reason)
 
-    def __call__(self, _module, argv, **_kwargs):
+    def __call__(self, argv):
         self.calls.append(list(argv[1:]))
         if argv[1:3] == ['show', 'node']:
             out, rc = '', 0
@@ -76,11 +74,7 @@ class FakeSlurm(object):
 def slurm(monkeypatch):
     def make(nodes, busy_reads=0):
         fake = FakeSlurm(nodes, busy_reads)
-
-        # a function, so that it is bound as AnsibleModule.run_command is
-        def run_command(module, argv, **kwargs):
-            return fake(module, argv, **kwargs)
-        monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
+        answer_commands(monkeypatch, fake)
         monkeypatch.setattr(slurm_node.time, 'sleep', lambda _s: None)
         return fake
     return make
@@ -93,10 +87,10 @@ def updates(fake):
 def test_the_capture_of_two_nodes_reads_back_through_the_module(monkeypatch):
     calls = []
 
-    def scontrol(_module, argv, **_kwargs):
+    def scontrol(argv):
         calls.append(argv)
         return 0, real_text(CAPTURE % 'two').replace('slurmx-', ''), ''
-    monkeypatch.setattr(basic.AnsibleModule, 'run_command', scontrol)
+    answer_commands(monkeypatch, scontrol)
     result = run(slurm_node, {'name': ['n1', 'n2']})
     assert calls == [['scontrol', 'show', 'node', 'n1,n2']]
     assert result['changed'] is False
@@ -168,13 +162,15 @@ def test_a_node_slurm_does_not_know_fails_naming_it(slurm):
 def test_a_refused_update_fails_with_scontrols_words(slurm, monkeypatch):
     fake = slurm({'n1': ('IDLE', None)})
 
-    def refuse(module, argv, **kwargs):
+    def refuse(argv):
         if argv[1] == 'update':
             return 1, '', 'slurm_update error: Invalid node state specified\n'
-        return fake(module, argv, **kwargs)
-    monkeypatch.setattr(basic.AnsibleModule, 'run_command', refuse)
+        return fake(argv)
+    answer_commands(monkeypatch, refuse)
     result = run(slurm_node, {'name': ['n1'], 'state': 'drain', 'reason': 'r'}, expect_fail=True)
-    assert result['msg'].endswith('failed (exit 1): slurm_update error: Invalid node state specified')
+    assert result['msg'] == ("scontrol update nodename=n1 state=drain 'reason=gpuops: r' exited 1: slurm_update error: "
+                             'Invalid node state specified')
+    assert result['rc'] == 1
 
 
 def test_drain_needs_a_reason(slurm):
@@ -201,23 +197,23 @@ def test_a_failure_after_the_drain_still_says_what_was_drained(slurm, monkeypatc
     fake = slurm({'n1': ('ALLOCATED', None)}, busy_reads=10 ** 6)
     reads = []
 
-    def controller_gone(module, argv, **kwargs):
+    def controller_gone(argv):
         if argv[1] == 'show':
             reads.append(argv)
             if len(reads) > 2:
                 return 1, '', 'slurm_load_node error: Unable to contact slurm controller (connect failure)\n'
-        return fake(module, argv, **kwargs)
-    monkeypatch.setattr(basic.AnsibleModule, 'run_command', controller_gone)
+        return fake(argv)
+    answer_commands(monkeypatch, controller_gone)
     result = run(slurm_node, {'name': ['n1'], 'state': 'drain', 'reason': 'r', 'wait': True}, expect_fail=True)
     assert 'Unable to contact slurm controller' in result['msg']
     assert result['drained'] == ['n1'] and result['before']['n1']['in_service']
 
 
 def test_an_unreachable_controller_is_not_an_unknown_node(monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, 'run_command', lambda *a, **k: (
+    answer_commands(monkeypatch, lambda argv: (
         1, '', 'slurm_load_node error: Unable to contact slurm controller (connect failure)\n'))
     result = run(slurm_node, {'name': ['n1', 'n2']}, expect_fail=True)
-    assert result['msg'] == ('scontrol show node n1,n2 failed (exit 1): slurm_load_node error: Unable to contact '
+    assert result['msg'] == ('scontrol show node n1,n2 exited 1: slurm_load_node error: Unable to contact '
                              'slurm controller (connect failure)')
 
 
@@ -230,8 +226,22 @@ def test_unknown_nodes_reported_when_asked(slurm):
 def test_an_output_it_cannot_read_fails_instead_of_passing_the_node(monkeypatch):
     cut = real_text(CAPTURE % 'draining')
     cut = cut[:cut.index('State=') + len('State=ALLOC')] + '\n'
-    monkeypatch.setattr(basic.AnsibleModule, 'run_command', lambda *a, **k: (0, cut, ''))
+    answer_commands(monkeypatch, lambda argv: (0, cut, ''))
     result = run(slurm_node, {'name': ['slurmx-n1'], 'state': 'drain', 'reason': 'r', 'wait': True},
                  expect_fail=True)
-    assert "its output is not a node list (an unknown node state 'ALLOC')" in result['msg']
+    assert result['msg'].startswith("scontrol show node slurmx-n1 exited 0: its output is not a node list (an unknown "
+                                    "node state 'ALLOC'): ")
     assert result['drained'] == []
+
+
+def test_a_hung_scontrol_is_stopped_and_named(monkeypatch):
+    calls = answer_commands(monkeypatch, lambda argv: (None, '', '', True))
+    result = run(slurm_node, {'name': ['n1']}, expect_fail=True)
+    assert result['msg'] == 'scontrol show node n1 did not finish within 300 s and was killed'
+    assert result['rc'] is None and result['drained'] == []
+    assert calls[0]['timeout'] == 300 and calls[0]['env']['LC_ALL'] in ('C.UTF-8', 'C.utf8', 'C', 'POSIX')
+
+
+def test_no_scontrol_is_named(monkeypatch, tmp_path):
+    result = run(slurm_node, {'name': ['n1'], 'scontrol': str(tmp_path / 'scontrol')}, expect_fail=True)
+    assert result['msg'] == 'scontrol not found at %s' % (tmp_path / 'scontrol')

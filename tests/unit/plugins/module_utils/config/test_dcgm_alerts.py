@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from ansible_collections.gpuops.node.plugins.module_utils.config import dcgm_alerts as config_dcgm_alerts
+from repo_paths import REPO
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..'))
+ROOT = REPO
 README = os.path.join(ROOT, 'roles', 'dcgm', 'README.md')
 START, END = '<!-- alerts:start -->', '<!-- alerts:end -->'
 

@@ -95,10 +95,10 @@ def test_condition_flags_are_dcgmis():
                      'nvlink': ('-n', '--nvlinkerrors'), 'xid': ('-x', '--xiderrors')}
     policy, _errors = config_dcgm_policy.validate({'conditions': dict(EVERY)})
     assert config_dcgm_policy.set_argv('dcgmi', policy) == ['dcgmi', 'policy', '-g', '0', '--set', '0,0', '-e', '-p', '-M', '60',
-                                           '-T', '90', '-P', '700', '-n', '-x']
+                                                            '-T', '90', '-P', '700', '-n', '-x']
     long_flags = ['dcgmi', 'policy', '--set', '1,3', '--eccerrors', '--maxtemp', '80']
     assert config_dcgm_policy.policy_from_set_argv(long_flags) == {'conditions': {'dbe': True, 'thermal': 80}, 'action': 'reset',
-                                                  'validation': 'long'}
+                                                                   'validation': 'long'}
 
 
 def test_dcgm4_layout_is_eighty_columns_with_the_all_gpus_group():
@@ -123,8 +123,8 @@ def test_no_condition_clears_and_reads_back_as_none():
 
 def test_validation_errors_name_the_variable():
     _policy, errors = config_dcgm_policy.validate({'conditions': {'sm_utilization': 90, 'ecc': True, 'thermal': 'hot', 'power': 0,
-                                                 'dbe': 'yes', 'max_pages': True},
-                                  'action': 'kill', 'validation': 7, 'when': 'now'})
+                                                                  'dbe': 'yes', 'max_pages': True},
+                                                   'action': 'kill', 'validation': 7, 'when': 'now'})
     assert errors == [
         'dcgm_policy.when: unknown key (known: action, conditions, validation)',
         'dcgm_policy.conditions.dbe: must be true or false, not \'yes\'',

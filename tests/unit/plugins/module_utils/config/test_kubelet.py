@@ -5,7 +5,6 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import os
-import sys
 
 import pytest
 
@@ -13,7 +12,6 @@ from ansible_collections.gpuops.node.plugins.module_utils.config.kubelet import 
     KubeletConfigError, check, dropin, dump, effective, format_cpuset, format_quantity, load, merge, merge_patch,
     parse_cpuset, parse_quantity, same)
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 from real_captures import REAL, real_text  # noqa: E402 pylint: disable=import-error,wrong-import-position
 
 KUBELET = os.path.join(REAL, 'kubelet')

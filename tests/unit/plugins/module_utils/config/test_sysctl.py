@@ -179,7 +179,7 @@ def test_render_sorts_the_keys_under_the_header():
 
 def test_render_prefixes_the_keys_whose_failure_is_ignored():
     text = config_sysctl.render({'net.bridge.bridge-nf-call-iptables': '0', 'vm.zone_reclaim_mode': '0'}, 'x',
-                     ['net.bridge.bridge-nf-call-iptables'])
+                                ['net.bridge.bridge-nf-call-iptables'])
     assert text == '# x\n-net.bridge.bridge-nf-call-iptables = 0\nvm.zone_reclaim_mode = 0\n'
     entries = config_sysctl.parse_conf(text)[0]
     assert [(e['key'], e['value'], e['ignore_failure']) for e in entries] == [
@@ -454,6 +454,6 @@ def test_a_file_that_cannot_be_written_puts_back_the_running_values(tmp_path):
     def no_room(path, text):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     result = config_sysctl.converge(root=node.base, write_file=no_room, name_prefix='sysctl_', option_names={'path': 'file'},
-                         proc_root=node.proc, base_settings=WANTED)
+                                    proc_root=node.proc, base_settings=WANTED)
     assert result['failures'] == ['sysctl_file: /etc/sysctl.d/90-gpuops.conf cannot be written (No space left on device)']
     assert _proc_values(node) == untouched and not result['changed']

@@ -6,7 +6,6 @@ __metaclass__ = type
 
 import json
 import os
-import sys
 
 import pytest
 
@@ -14,12 +13,11 @@ from ansible_collections.gpuops.node.plugins.module_utils.parsers import nvsmi_m
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
 from real_captures import real_text
 from transforms import damage_line, truncate_after_line, with_bom
+from repo_paths import REPO
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..'))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+ROOT = REPO
 
-from simulator import nvidia_smi as N  # noqa: E402
+from simulator import nvidia_smi  # noqa: E402
 
 H100_LGIP = [
     # name, id, free, total, memory_gib, sm, dec, enc, ce, jpeg, ofa
@@ -139,7 +137,7 @@ def _sim_table():
 
 def test_simulated_lgip_reads_like_the_real_one():
     profiles = _sim_table()
-    text = N.render_lgip([(gpu, prof, prof['total']) for gpu in (0, 7) for prof in profiles])
+    text = nvidia_smi.render_lgip([(gpu, prof, prof['total']) for gpu in (0, 7) for prof in profiles])
     rows = parsers_nvsmi_mig.parse_lgip(text)
     assert _rows([r for r in rows if r['gpu'] == 0]) == H100_LGIP
     assert _rows([r for r in rows if r['gpu'] == 7]) == H100_LGIP
@@ -150,20 +148,20 @@ def test_simulated_lgi_and_lci():
     gis = [(2, {'id': 1, 'start': 0, 'size': 4}, profiles['3g.40gb']),
            (2, {'id': 13, 'start': 6, 'size': 1}, profiles['1g.10gb']),
            (11, {'id': 5, 'start': 4, 'size': 2}, profiles['1g.20gb'])]
-    assert parsers_nvsmi_mig.parse_lgi(N.render_lgi(gis)) == [
+    assert parsers_nvsmi_mig.parse_lgi(nvidia_smi.render_lgi(gis)) == [
         {'gpu': 2, 'name': '3g.40gb', 'profile_id': 9, 'id': 1, 'start': 0, 'size': 4},
         {'gpu': 2, 'name': '1g.10gb', 'profile_id': 19, 'id': 13, 'start': 6, 'size': 1},
         {'gpu': 11, 'name': '1g.20gb', 'profile_id': 15, 'id': 5, 'start': 4, 'size': 2},
     ]
     cis = [(gpu, gi, {'id': 0, 'profile_id': prof['ci_profile_id'], 'start': 0, 'size': prof['ci_placement_size']},
             prof) for gpu, gi, prof in gis]
-    assert parsers_nvsmi_mig.parse_lci(N.render_lci(cis)) == [
+    assert parsers_nvsmi_mig.parse_lci(nvidia_smi.render_lci(cis)) == [
         {'gpu': 2, 'gi': 1, 'name': '3g.40gb', 'profile_id': 2, 'id': 0, 'start': 0, 'size': 4},
         {'gpu': 2, 'gi': 13, 'name': '1g.10gb', 'profile_id': 0, 'id': 0, 'start': 0, 'size': 1},
         {'gpu': 11, 'gi': 5, 'name': '1g.20gb', 'profile_id': 7, 'id': 0, 'start': 0, 'size': 1},
     ]
-    assert parsers_nvsmi_mig.instances_by_gpu(parsers_nvsmi_mig.parse_lgi(N.render_lgi(gis))) == {2: {'3g.40gb': 1, '1g.10gb': 1},
-                                                                  11: {'1g.20gb': 1}}
+    assert parsers_nvsmi_mig.instances_by_gpu(parsers_nvsmi_mig.parse_lgi(nvidia_smi.render_lgi(gis))) == {2: {'3g.40gb': 1, '1g.10gb': 1},
+                                                                                                           11: {'1g.20gb': 1}}
 
 
 # --- mode changes ---------------------------------------------------------------------------------------------

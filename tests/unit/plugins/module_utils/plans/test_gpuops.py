@@ -12,8 +12,10 @@ import pytest
 
 from ansible_collections.gpuops.node.plugins.module_utils.plans import gpuops
 from ansible_collections.gpuops.node.plugins.module_utils.report import model
+from ansible_collections.gpuops.node.plugins.module_utils.report import render
+from repo_paths import REPO
 
-NODE_JSON = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'k8s_api', 'answers', 'node.json')
+NODE_JSON = os.path.join(REPO, 'tests', 'k8s_api', 'answers', 'node.json')
 
 IN_SERVICE = {'found': True, 'in_service': True, 'drain': False, 'ours': False, 'state': 'IDLE', 'reason': None}
 DRAINED_OURS = {'found': True, 'in_service': False, 'drain': True, 'ours': True, 'state': 'IDLE+DRAIN',
@@ -165,14 +167,14 @@ def test_the_report_has_a_scheduler_section_and_keeps_it_in_json():
            'pre_check': {'passed': True, 'failures': []},
            'post_check': {'passed': True, 'failures': [], 'regressions': []},
            'scheduler': {'name': 'slurm', 'node': 'a1', 'before': IN_SERVICE, 'drained': True, 'applied': True}}
-    rep, rendered = model.render_all([raw])
+    rep, rendered = render.render_all([raw])
     assert '## Scheduler (slurm)' in rendered['markdown']
     assert '| a1 | a1 | IDLE | returned to service |' in rendered['markdown']
     host = json.loads(rendered['json'])['racks'][0]['hosts'][0]
     assert host['service']['action'] == 'resume' and host['scheduler']['drained'] is True
     plain = dict(raw)
     del plain['scheduler']
-    rep, rendered = model.render_all([plain])
+    rep, rendered = render.render_all([plain])
     assert 'Scheduler' not in rendered['markdown']
     assert 'scheduler' not in json.loads(rendered['json'])['racks'][0]['hosts'][0]
     assert rep['racks'][0]['hosts'][0]['service'] is None

@@ -6,7 +6,6 @@ __metaclass__ = type
 
 import copy
 import os
-import sys
 import tempfile
 
 import pytest
@@ -15,10 +14,10 @@ import yaml
 from ansible_collections.gpuops.node.plugins.module_utils.plans import kubelet_topology as plans_kubelet_topology
 from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle
 from real_captures import real_text
+from repo_paths import REPO
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..'))
-sys.path.insert(0, ROOT)
-from simulator import bundle as B  # noqa: E402  pylint: disable=wrong-import-position
+ROOT = REPO
+from simulator import bundle  # noqa: E402  pylint: disable=wrong-import-position
 
 with open(os.path.join(ROOT, 'roles', 'kubelet_topology', 'defaults', 'main.yml')) as _handle:
     DEFAULTS = yaml.safe_load(_handle)
@@ -32,7 +31,7 @@ def facts(profile):
     """The gpu_topology facts of a simulator profile, read the way a node's bundle is."""
     if profile not in _FACTS:
         where = tempfile.mkdtemp()
-        B.write_profile(B.read_profile(os.path.join(ROOT, 'simulator', 'profiles', profile)), where)
+        bundle.write_profile(bundle.read_profile(os.path.join(ROOT, 'simulator', 'profiles', profile)), where)
         _FACTS[profile] = gather_bundle(where)
     return copy.deepcopy(_FACTS[profile])
 
@@ -90,7 +89,7 @@ def test_a_state_file_of_another_policy_goes_even_when_the_configuration_is_righ
 def test_switching_back_to_none_removes_the_reservation_and_the_state():
     static = plans_kubelet_topology.plan(variables(**SEED), config(), facts=facts('pcie-4gpu-roce'))['config']
     back = plans_kubelet_topology.plan(variables(cpu_manager_policy='none', topology_manager_policy='none'), static,
-                  state={'cpu_manager_state': {'policyName': 'static'}}, facts=facts('pcie-4gpu-roce'))
+                                       state={'cpu_manager_state': {'policyName': 'static'}}, facts=facts('pcie-4gpu-roce'))
     assert back['errors'] == [] and 'reservedSystemCPUs' not in back['config']
     assert back['config']['cpuManagerPolicy'] == 'none' and back['remove_state_files'] == ['cpu_manager_state']
 
@@ -143,8 +142,8 @@ def test_static_memory_is_spread_over_the_numa_nodes_with_cpus():
     topo = facts('pcie-4gpu-roce')
     topo['numa_nodes'] = {'0': '0-3', '1': '4-7', '2': ''}
     result = plans_kubelet_topology.plan(variables(memory_manager_policy='Static', reserved_system_cpus='0',
-                              kube_reserved={'memory': '1Gi'}, system_reserved={'memory': '500Mi'}),
-                    config(), facts=topo)
+                                                   kube_reserved={'memory': '1Gi'}, system_reserved={'memory': '500Mi'}),
+                                         config(), facts=topo)
     assert result['errors'] == []
     # 1Gi + 500Mi + the default eviction threshold 100Mi = 1624Mi over nodes 0 and 1 (node 2 has no CPUs)
     assert result['settings']['reservedMemory'] == [{'numaNode': 0, 'limits': {'memory': '812Mi'}},
@@ -161,7 +160,7 @@ def test_an_odd_total_leaves_the_rest_on_the_first_node():
 def test_given_reserved_memory_that_sums_right_is_kept():
     given = [{'numaNode': 0, 'limits': {'memory': '100Mi'}}]
     result = plans_kubelet_topology.plan(variables(memory_manager_policy='Static', reserved_system_cpus='0', reserved_memory=given),
-                    config(), state=NONE_STATE, facts=facts('pcie-4gpu-roce'))
+                                         config(), state=NONE_STATE, facts=facts('pcie-4gpu-roce'))
     assert result['errors'] == [] and result['settings']['reservedMemory'] == given
     assert result['remove_state_files'] == ['cpu_manager_state', 'memory_manager_state']
 
@@ -209,14 +208,14 @@ def test_what_the_facts_cannot_tell_is_never_passed(policy):
                                   'cannot check the GPU and NIC NUMA nodes for the %s policy: the facts list no GPU '
                                   '(the driver does not answer?)' % policy]
     strict = plans_kubelet_topology.plan(variables(reserved_system_cpus='0', topology_manager_policy=policy, strict_numa=True), config(),
-                    facts={})
+                                         facts={})
     assert strict['errors'] and strict['errors'][0].startswith('kubelet_topology_topology_manager_policy: cannot check')
 
 
 def test_best_effort_does_not_look_at_numa():
     topo = _nic_moved('a100-sxm-8gpu-ib', 'mlx5_0', 1)
     result = plans_kubelet_topology.plan(variables(reserved_system_cpus='16', topology_manager_policy='best-effort', strict_numa=True),
-                    config(), facts=topo)
+                                         config(), facts=topo)
     assert result['errors'] == [] and result['numa_apart'] == []
 
 
@@ -252,7 +251,7 @@ def test_our_drop_in_again_changes_nothing():
     first = plans_kubelet_topology.plan(variables(mode='drop_in', **SEED), config(), [], facts=facts('pcie-4gpu-roce'))
     ours = _drop_in(**plans_kubelet_topology.drop_in_content(first['settings']))
     second = plans_kubelet_topology.plan(variables(mode='drop_in', **SEED), config(), [('90-gpuops-topology.conf', ours)],
-                    state={'cpu_manager_state': {'policyName': 'static'}}, facts=facts('pcie-4gpu-roce'))
+                                         state={'cpu_manager_state': {'policyName': 'static'}}, facts=facts('pcie-4gpu-roce'))
     assert (second['errors'], second['changed_keys'], second['restart']) == ([], [], False)
 
 
@@ -275,15 +274,15 @@ def test_a_node_already_at_the_policies_is_not_restarted():
     memory policy left out: nothing to write, no restart, no drain."""
     current = dict(config(), cpuManagerPolicy='static', topologyManagerPolicy='restricted', reservedSystemCPUs='0-1')
     result = plans_kubelet_topology.plan(variables(**SEED), current, state={'cpu_manager_state': {'policyName': 'static'}},
-                    facts=facts('pcie-4gpu-roce'))
+                                         facts=facts('pcie-4gpu-roce'))
     assert (result['errors'], result['changed_keys'], result['restart']) == ([], [], False)
 
 
 def test_a_reservation_map_is_merged_into_the_files():
     current = dict(config(), kubeReserved={'cpu': '1', 'ephemeral-storage': '1Gi'})
     result = plans_kubelet_topology.plan(variables(memory_manager_policy='Static', reserved_system_cpus='0',
-                              kube_reserved={'memory': '1Gi'}, eviction_hard={'memory.available': '500Mi'}),
-                    current, facts=facts('pcie-4gpu-roce'))
+                                                   kube_reserved={'memory': '1Gi'}, eviction_hard={'memory.available': '500Mi'}),
+                                         current, facts=facts('pcie-4gpu-roce'))
     assert result['errors'] == []
     assert result['config']['kubeReserved'] == {'cpu': '1', 'ephemeral-storage': '1Gi', 'memory': '1Gi'}
     # without evictionHard the kubelet used its defaults: they stay, memory.available replaced
@@ -308,18 +307,18 @@ KUBELET = ['/usr/bin/kubelet', '--bootstrap-kubeconfig=/etc/kubernetes/bootstrap
 ])
 def test_flags_that_would_make_the_change_vanish_are_refused(extra, values, expected):
     result = plans_kubelet_topology.plan(variables(reserved_system_cpus='0', **values), config(), facts=facts('pcie-4gpu-roce'),
-                    cmdline=KUBELET + extra)
+                                         cmdline=KUBELET + extra)
     assert [e for e in result['errors'] if e.startswith(expected)], result['errors']
 
 
 def test_the_running_kubelet_with_its_config_dir_is_accepted_and_names_the_node():
     cmdline = KUBELET + ['--config-dir=/etc/kubernetes/kubelet.conf.d/', '--hostname-override=GPU-07']
     result = plans_kubelet_topology.plan(variables(reserved_system_cpus='0', mode='drop_in'), config(), facts=facts('pcie-4gpu-roce'),
-                    cmdline=cmdline, hostname='GPU-07.example.com\n')
+                                         cmdline=cmdline, hostname='GPU-07.example.com\n')
     assert result['errors'] == [] and result['node_name'] == 'gpu-07'
     # as /proc/<pid>/cmdline gives it
     plain = plans_kubelet_topology.plan(variables(reserved_system_cpus='0'), config(), facts=facts('pcie-4gpu-roce'),
-                   cmdline='\x00'.join(KUBELET) + '\x00', hostname='GPU-07\n')
+                                        cmdline='\x00'.join(KUBELET) + '\x00', hostname='GPU-07\n')
     assert plain['errors'] == []
     assert plain['node_name'] == 'gpu-07'
 
@@ -333,7 +332,7 @@ def test_drop_in_mode_cannot_remove_what_the_file_sets():
     current = dict(config(), cpuManagerPolicy='static', cpuManagerPolicyOptions={'full-pcpus-only': 'true'},
                    reservedSystemCPUs='0')
     result = plans_kubelet_topology.plan(variables(mode='drop_in', cpu_manager_policy='none', topology_manager_policy='none'), current, [],
-                    facts=facts('pcie-4gpu-roce'))
+                                         facts=facts('pcie-4gpu-roce'))
     assert 'kubelet_topology_mode: drop_in cannot remove cpuManagerPolicyOptions, which the configuration file' \
         in ' '.join(result['errors'])
     assert any(e.startswith('kubelet_topology_cpu_manager_policy_options: the kubelet would run with the CPU manager '
@@ -372,6 +371,6 @@ def test_more_numa_nodes_than_the_topology_manager_takes(policy, options, refuse
 def test_null_in_a_reservation_map_removes_that_key():
     current = dict(config(), kubeReserved={'cpu': '1', 'memory': '1Gi'})
     result = plans_kubelet_topology.plan(variables(reserved_system_cpus='0', kube_reserved={'cpu': None}, system_reserved={'cpu': '1'}),
-                    current, facts=facts('pcie-4gpu-roce'))
+                                         current, facts=facts('pcie-4gpu-roce'))
     assert result['errors'] == []
     assert result['config']['kubeReserved'] == {'memory': '1Gi'} and result['config']['systemReserved'] == {'cpu': '1'}

@@ -55,7 +55,7 @@ def test_sets_by_index_uuid_and_bus_id_with_the_server_defaults():
     sets = [{'name': 'train', 'devices': [0, '1', GPUS[2]['uuid'].lower(), '0000:4e:00.0']},
             {'name': 'infer', 'devices': ['00000000:87:00.0']}]
     result = plans_mps.plan(_values(mps_gpu_sets=sets, mps_active_thread_percentage=40, mps_pinned_memory_limit='0=1G'),
-                    FACTS)
+                            FACTS)
     assert result['errors'] == []
     train, infer = result['sets']
     assert [g['index'] for g in train['gpus']] == [0, 1, 2, 3]

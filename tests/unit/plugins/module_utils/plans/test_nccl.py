@@ -11,8 +11,9 @@ import yaml
 
 from ansible_collections.gpuops.node.plugins.module_utils.plans import nccl as plans_nccl
 from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle
+from repo_paths import REPO
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..'))
+ROOT = REPO
 with open(os.path.join(ROOT, 'roles', 'nccl', 'defaults', 'main.yml')) as _handle:
     DEFAULTS = yaml.safe_load(_handle)
 
@@ -27,16 +28,14 @@ def _with(**changes):
 def profiles(tmp_path_factory):
     """The gpu_topology facts and expected node class of the simulator's profiles."""
     import sys
-    if ROOT not in sys.path:
-        sys.path.insert(0, ROOT)
-    from simulator import bundle as B
+    from simulator import bundle
     result = {}
     for name in ('h100-sxm-8gpu-ib', 'a100-sxm-8gpu-ib', 'pcie-4gpu-roce'):
         path = os.path.join(ROOT, 'simulator', 'profiles', name)
         target = str(tmp_path_factory.mktemp(name))
-        B.write_tree(B.read_profile(path), target)
+        bundle.write_tree(bundle.read_profile(path), target)
         with open(os.path.join(path, 'profile.yml')) as handle:
-            expected = B.load_yaml(handle.read())['expected_node_class']
+            expected = bundle.load_yaml(handle.read())['expected_node_class']
         result[name] = (gather_bundle(target), expected)
     return result
 
@@ -85,9 +84,9 @@ def test_refused(changes, says):
 
 def test_accepted_forms():
     errors, warnings = plans_nccl.validate(_with(nccl_test_min_busbw_gbps='400', nccl_ib_tc='106', nccl_cuda_major=12,
-                                        nccl_version='2.23.4-1', nccl_settings={'NCCL_DEBUG': 'WARN',
-                                                                                'NCCL_BUFFSIZE': None,
-                                                                                'NCCL_IB_QPS_PER_CONNECTION': 4}))
+                                                 nccl_version='2.23.4-1', nccl_settings={'NCCL_DEBUG': 'WARN',
+                                                                                         'NCCL_BUFFSIZE': None,
+                                                                                         'NCCL_IB_QPS_PER_CONNECTION': 4}))
     assert (errors, warnings) == ([], [])
     assert plans_nccl.validate(_with(nccl_test_min_busbw_gbps=0))[0] == []
 
@@ -142,8 +141,8 @@ def test_explicit_globs(profiles):
 
 def test_conf_lines():
     merged = plans_nccl.settings(_with(nccl_settings={'NCCL_DEBUG': 'WARN', 'NCCL_BUFFSIZE': None, 'NCCL_NTHREADS': 256},
-                              nccl_ib_tc=106, nccl_socket_ifname='=eth0', nccl_algo='Ring'),
-                        ['mlx5_0:1', 'mlx5_1:1'])
+                                       nccl_ib_tc=106, nccl_socket_ifname='=eth0', nccl_algo='Ring'),
+                                 ['mlx5_0:1', 'mlx5_1:1'])
     assert plans_nccl.conf_lines(merged) == [
         'NCCL_ALGO=Ring', 'NCCL_DEBUG=WARN', 'NCCL_IB_HCA==mlx5_0:1,mlx5_1:1', 'NCCL_IB_TC=106',
         'NCCL_NSOCKS_PERTHREAD=8', 'NCCL_NTHREADS=256', 'NCCL_SOCKET_IFNAME==eth0', 'NCCL_SOCKET_NTHREADS=4']

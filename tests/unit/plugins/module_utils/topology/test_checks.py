@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from ansible_collections.gpuops.node.plugins.module_utils import command
 from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import SCHEMA_VERSION, gather_bundle
 from ansible_collections.gpuops.node.plugins.module_utils.topology.baseline import (
     baseline_gaps, find_regressions, other_node, validate_baseline)
@@ -20,6 +21,7 @@ from ansible_collections.gpuops.node.plugins.module_utils.topology.sources impor
 from real_captures import PROFILES, extract_ttar, real_text
 from transforms import (damage_line, invalid_utf8, keep_gpus_in_topo, truncate_after_line, underline_topo_header,
                         xml_value)
+from repo_paths import REPO
 
 A100 = 'a100-sxm-8gpu-ib'
 H100 = 'h100-sxm-8gpu-ib'
@@ -399,7 +401,7 @@ def test_xml_printing_fewer_gpus_than_attached_disagrees(tmp_path):
 
 @pytest.mark.parametrize('value', ['GPU is lost', 'ERR!', 'Maybe'])
 def test_retired_pages_neither_yes_nor_no_is_not_checked(tmp_path, value):
-    with open(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'fixtures', 'real', 'nvsmi-xml',
+    with open(os.path.join(REPO, 'tests', 'fixtures', 'real', 'nvsmi-xml',
                            'tesla-p100-pcie-16gb-driver510-gce-netdata.xml')) as handle:
         p100 = xml_value(handle.read(), 'pending_retirement', value)    # transform: the P100's "No" replaced
     dest = str(tmp_path / 'p100')
@@ -453,10 +455,15 @@ def test_fifo_in_sysfs_does_not_hang(tmp_path):
     assert any('is not a regular file' in w for w in topo['warnings'])
 
 
-def test_nvidia_smi_that_cannot_run_says_so():
-    status, failure, _text = judge_output('nvidia-smi -q -x', None, '', 'cannot run nvidia-smi: Exec format error', False)
+def test_nvidia_smi_that_cannot_run_says_so(tmp_path):
+    # what the runner (module_utils.command) gives for a program the kernel refuses to start
+    smi = tmp_path / 'nvidia-smi'
+    smi.write_bytes(b'\x7fELF not really')
+    smi.chmod(0o755)
+    rc, out, err, timed_out = command.run(None, [str(smi), '-q', '-x'], binary=True)
+    status, failure, _text = judge_output('nvidia-smi -q -x', rc, out.decode(), err.decode(), timed_out)
     assert status == 'failed' and failure == {'kind': 'not_run', 'rc': None,
-                                              'message': 'cannot run nvidia-smi: Exec format error'}
+                                              'message': 'nvidia-smi could not be run: Exec format error'}
 
 
 def test_old_form_device_error_is_placed_in_bus_order(tmp_path):

@@ -9,7 +9,6 @@ __metaclass__ = type
 
 import copy
 import os
-import sys
 
 import pytest
 
@@ -17,8 +16,9 @@ from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import
 from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import (
     BY_KEY, owned_keys, run_checks, validate_profile)
 from real_captures import real_path, real_text
+from repo_paths import REPO
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..'))
+ROOT = REPO
 HALF = [{'devices': [0, 1, 2, 3], 'mig-enabled': True, 'mig-devices': {'1g.10gb': 7}},
         {'devices': [4, 5, 6, 7], 'mig-enabled': False}]
 ALL_DISABLED = [{'devices': 'all', 'mig-enabled': False}]
@@ -28,20 +28,19 @@ class SimNode(object):
     """The simulated nvidia-smi of the h100-sxm-8gpu-ib profile, run in-process."""
 
     def __init__(self, tmp_path):
-        if ROOT not in sys.path:
-            sys.path.insert(0, ROOT)
-        from simulator import bundle as B
-        from simulator import nvidia_smi as N
-        self.N = N
+        from simulator import admin
+        from simulator import bundle
+        from simulator import nvidia_smi
+        self.programs = {'gpuops-sim': admin, 'nvidia-smi': nvidia_smi}
         profile = str(tmp_path / 'profile')
-        B.write_tree(B.read_profile(os.path.join(ROOT, 'simulator', 'profiles', 'h100-sxm-8gpu-ib')), profile)
+        bundle.write_tree(bundle.read_profile(os.path.join(ROOT, 'simulator', 'profiles', 'h100-sxm-8gpu-ib')), profile)
         self.env = {'GPUOPS_SIM_PROFILE': profile, 'GPUOPS_SIM_STATE': str(tmp_path / 'state.json'),
                     'GPUOPS_SIM_ALLOW_NONROOT': '1'}
         self.sysfs = str(tmp_path / 'no-sys')
 
     def run(self, argv):
-        prog = 'gpuops-sim' if argv[0] == 'gpuops-sim' else 'nvidia-smi'
-        result = self.N.run(list(argv[1:]), dict(self.env), prog=prog)
+        program = self.programs['gpuops-sim' if argv[0] == 'gpuops-sim' else 'nvidia-smi']
+        result = program.run(list(argv[1:]), dict(self.env))
         return result.rc, result.out.encode('utf-8'), result.err.encode('utf-8')
 
     def smi(self, *args):

@@ -13,8 +13,9 @@ import pytest
 from ansible_collections.gpuops.node.plugins.module_utils.topology import dcgm as topology_dcgm
 from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import BY_KEY, owned_keys, run_checks
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REAL = os.path.join(HERE, '..', '..', '..', '..', 'fixtures', 'real', 'dcgmi')
+from repo_paths import REPO
+
+REAL = os.path.join(REPO, 'tests', 'fixtures', 'real', 'dcgmi')
 HEALTHY_JSON = 'health-c-j-healthy-despite-gpu1-recovery-reset.json'
 WARNING_TEXT = 'health-c-warning-pcie-replay-inforom-DOCEXAMPLE-indented.txt'
 

@@ -10,15 +10,15 @@ __metaclass__ = type
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 from ansible_collections.gpuops.node.plugins.module_utils.topology import mig as topology_mig
 from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle, gather_live
 from real_captures import real_path, real_text
+from repo_paths import REPO
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..'))
+ROOT = REPO
 SCRIPT = os.path.join(ROOT, 'playbooks', 'files', 'gpuops-capture.sh')
 MIG_XML = 'nvsmi-q-xml/a100-sxm4-40gb-mig-netdata.xml'
 NO_MIG_XML = 'nvsmi-xml/tesla-p100-pcie-16gb-driver510-gce-netdata.xml'
@@ -173,17 +173,15 @@ def test_capture_without_mig_mode_does_not_ask(tmp_path):
 # --- the simulated nvidia-smi ---------------------------------------------------------------------------------
 
 def _sim_node(tmp_path):
-    if ROOT not in sys.path:
-        sys.path.insert(0, ROOT)
-    from simulator import bundle as B
-    from simulator import nvidia_smi as N
+    from simulator import bundle
+    from simulator import nvidia_smi
     profile = str(tmp_path / 'profile')
-    B.write_tree(B.read_profile(os.path.join(ROOT, 'simulator', 'profiles', 'h100-sxm-8gpu-ib')), profile)
+    bundle.write_tree(bundle.read_profile(os.path.join(ROOT, 'simulator', 'profiles', 'h100-sxm-8gpu-ib')), profile)
     env = {'GPUOPS_SIM_PROFILE': profile, 'GPUOPS_SIM_STATE': str(tmp_path / 'state.json'),
            'GPUOPS_SIM_ALLOW_NONROOT': '1'}
 
     def run(argv):
-        result = N.run(list(argv[1:]), dict(env))
+        result = nvidia_smi.run(list(argv[1:]), dict(env))
         return result.rc, result.out.encode('utf-8'), result.err.encode('utf-8')
     return run
 

@@ -8,7 +8,6 @@ __metaclass__ = type
 import copy
 import glob
 import os
-import sys
 
 import pytest
 import yaml
@@ -19,10 +18,9 @@ from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import
 from real_captures import REAL, make_bundle
 from transforms import xml_value
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..'))
-sys.path.insert(0, os.path.join(REPO, 'tests', 'unit', 'simulator'))
 from simhelpers import PROFILE_NAMES, gather_tree, profile_tree  # noqa: E402  pylint: disable=wrong-import-position
-from simulator import faults as F  # noqa: E402  pylint: disable=wrong-import-position
+from simulator import faults  # noqa: E402  pylint: disable=wrong-import-position
+from repo_paths import REPO
 
 H100 = 'h100-sxm-8gpu-ib'
 OPTION_SETS = [{}, {'nic_names': 'glob', 'gpu_model': 'family'}, {'driver_version': 'exact'},
@@ -199,7 +197,7 @@ def test_each_fault_fails_the_profile_derived_from_the_healthy_node(spec, checks
     name, _sep, params = spec.partition(':')
     kwargs = dict(p.split('=', 1) for p in params.split(',') if p)
     tree = copy.deepcopy(healthy)
-    F.FAULTS[name].apply(tree, **kwargs)
+    faults.FAULTS[name].apply(tree, **kwargs)
     failures = check_profile(_gather(tree, tmp_path, 'faulty'), derived)
     found = {}
     for failure in failures:
@@ -226,7 +224,7 @@ def test_bad_options_and_a_node_without_driver_are_refused(tmp_path):
     with pytest.raises(ValueError, match='unknown option colour'):
         topology_profile.derive(topology, {'colour': 'red'})
     tree = copy.deepcopy(_tree(H100))
-    F.FAULTS['driver_not_loaded'].apply(tree)
+    faults.FAULTS['driver_not_loaded'].apply(tree)
     with pytest.raises(topology_profile.ProfileError, match="couldn't communicate with the NVIDIA driver"):
         topology_profile.derive(_gather(tree, tmp_path, 'nodriver'))
 
