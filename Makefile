@@ -3,7 +3,7 @@
 #   make venv            create/refresh .venv from tests/requirements.txt
 #   make lint            yamllint + ansible-lint (production profile, offline) + changelog-lint
 #   make sanity          ansible-test sanity on a copy of the collection (tests/scripts/sanity.sh)
-#   make units           pytest tests/unit (collection importable as ansible_collections.gpuops.node)
+#   make units           pytest tests/unit (pytest.ini: collection importable as ansible_collections.gpuops.node)
 #   make browser         pytest tests/browser: rack report pages rendered by headless chromium, checked through
 #                        the DOM it builds; full-page screenshots in .build/screenshots/ (needs chromium)
 #   make bench           the benchmarks of bench/ (validate.yml on 50 and 200 simulated hosts against
@@ -124,18 +124,20 @@ build: venv
 	done
 
 # ---------------------------------------------------------------- units
-# pytest's exit 5 (no tests collected) is a failure here.
+# pytest.ini (the repository root) is the configuration: its pythonpath makes the collection importable as
+# ansible_collections.gpuops.node (.build/collections, made by collection-link) and puts the helpers' folders on
+# sys.path; its addopts are -p no:cacheprovider -ra. The tests are laid out like the repository (tests/unit/roles,
+# tests/unit/playbooks, ...; docs/testing.md). pytest's exit 5 (no tests collected) is a failure here.
 units: collection-link
-	@PYTHONPATH=$(COLLECTIONS_ROOT)$${PYTHONPATH:+:$$PYTHONPATH} \
-	  $(TIMED) units $(BIN)/python -m pytest tests/unit -p no:cacheprovider -ra $(PYTEST_ARGS) \
+	@$(TIMED) units $(BIN)/python -m pytest tests/unit $(PYTEST_ARGS) \
 	  || { rc=$$?; if [ $$rc -eq 5 ]; then echo "units: pytest collected no tests (exit 5): failing" >&2; fi; exit $$rc; }
 
 # ---------------------------------------------------------------- browser
 # The rack report page in headless chromium (tests/browser): skipped without chromium, failed without it
-# when CI is set. Screenshots: $(BUILD)/screenshots/. pytest's exit 5 is a failure here too.
+# when CI is set. Screenshots: $(BUILD)/screenshots/. Configuration: pytest.ini, as for units. pytest's exit 5 is
+# a failure here too.
 browser: collection-link
-	@PYTHONPATH=$(COLLECTIONS_ROOT)$${PYTHONPATH:+:$$PYTHONPATH} \
-	  $(TIMED) browser $(BIN)/python -m pytest tests/browser -p no:cacheprovider -ra $(PYTEST_ARGS) \
+	@$(TIMED) browser $(BIN)/python -m pytest tests/browser $(PYTEST_ARGS) \
 	  || { rc=$$?; if [ $$rc -eq 5 ]; then echo "browser: pytest collected no tests (exit 5): failing" >&2; fi; exit $$rc; }
 
 # ---------------------------------------------------------------- bench
@@ -179,7 +181,7 @@ check: lint build sanity units browser
 
 # The set-up first (host packages, venv, images); then the stages of tests/ci_plan.yml in two lanes at once (one
 # lane's waits are the other's work time). The plan holds every stage of check and bench, every scenario and the
-# demo (tests/unit/test_ci_plan.py). The stages one after another: make check bench molecule demo-check.
+# demo (tests/unit/ci/test_ci_plan.py). The stages one after another: make check bench molecule demo-check.
 test: host collection-link images
 	@$(BIN)/python tests/scripts/lanes.py
 	@echo "== make test: lint, build, sanity, units, browser, bench, molecule ($(MOLECULE_SCENARIOS)) and the demo passed"

@@ -21,22 +21,19 @@ __metaclass__ = type
 import copy
 import os
 import shutil
-import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-_SIMULATOR_TESTS = os.path.join(REPO, 'tests', 'unit', 'simulator')
-if _SIMULATOR_TESTS not in sys.path:
-    sys.path.insert(0, _SIMULATOR_TESTS)
 
-# simhelpers puts the repository and the collection (ansible_collections.gpuops.node) on sys.path
-from simhelpers import B, profile_path  # noqa: E402
-from simulator import demo as D  # noqa: E402
-from simulator import faults as F  # noqa: E402
-from ansible_collections.gpuops.node.plugins.module_utils.report import model  # noqa: E402
-from ansible_collections.gpuops.node.plugins.module_utils.topology import gather  # noqa: E402
-from ansible_collections.gpuops.node.plugins.module_utils.topology import checks  # noqa: E402
+# simhelpers (tests/unit/simulator), simulator and ansible_collections.gpuops.node: pytest.ini's pythonpath
+from simhelpers import profile_path
+from simulator import bundle
+from simulator import demo
+from simulator import faults
+from ansible_collections.gpuops.node.plugins.module_utils.report import model
+from ansible_collections.gpuops.node.plugins.module_utils.topology import gather
+from ansible_collections.gpuops.node.plugins.module_utils.topology import checks
 
 H100 = 'h100-sxm-8gpu-ib'
 DEMO_LAYOUT = os.path.join(REPO, 'simulator', 'demo-layout.yml')
@@ -66,16 +63,16 @@ def report_html():
 def node_record(host, rack, profile, fault_specs=(), roles=()):
     """The record of one simulated node after its pre-change check (see the report_html docstring)."""
     renderer = report_html()
-    tree = B.read_profile(profile_path(profile))
+    tree = bundle.read_profile(profile_path(profile))
     for spec in fault_specs:
-        name, params = F.parse_spec(spec)
-        F.FAULTS[name].apply(tree, **params)
-    meta = B.load_yaml(B.text(tree, 'profile.yml'))
+        name, params = faults.parse_spec(spec)
+        faults.FAULTS[name].apply(tree, **params)
+    meta = bundle.load_yaml(bundle.text(tree, 'profile.yml'))
     work = tempfile.mkdtemp(prefix='gpuops-page-')
     try:
-        bundle = os.path.join(work, 'bundle')
-        B.write_tree(tree, bundle)
-        facts = gather.gather_bundle(bundle)
+        bundle_dir = os.path.join(work, 'bundle')
+        bundle.write_tree(tree, bundle_dir)
+        facts = gather.gather_bundle(bundle_dir)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     failures, dummy = checks.run_checks(facts, meta['expected_node_class'])
@@ -108,9 +105,9 @@ def write_page(records, title, dest, racks=None):
 
 def demo_nodes(layout_path=DEMO_LAYOUT):
     """[(host, rack, profile, [fault spec])] of a demo layout file, named as the demo names them."""
-    layout = D.load_layout(layout_path)
-    nodes = D.build_nodes(D.racks_from_layout(layout, layout_path))
-    D.place_fault(nodes, D.fault_from_layout(layout))
+    layout = demo.load_layout(layout_path)
+    nodes = demo.build_nodes(demo.racks_from_layout(layout, layout_path))
+    demo.place_fault(nodes, demo.fault_from_layout(layout))
     return [(n['name'], n['rack'], n['profile'], list(n['faults'])) for n in nodes]
 
 

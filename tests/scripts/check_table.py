@@ -6,7 +6,7 @@
 
 Generated parts: the README's two check tables, and in plugins/modules/gpu_topology_check.py the profile keys of
 ``expected`` and the check names of ``failures``. Each sits between a start and an end marker line; the unit test
-tests/unit/test_check_table_docs.py fails when one is stale. Run from the repository root with the collection
+tests/unit/docs/test_check_table_docs.py fails when one is stale. Run from the repository root with the collection
 importable (``make units`` sets that up; tests/unit/conftest.py does too).
 """
 

@@ -9,7 +9,7 @@ from real captures): ``inventories/example/group_vars/<class>/<class>.yml`` is w
 ``profile_from_topology`` derives from that healthy bundle (options ``OPTIONS``), plus ``CONVERGED``: the values
 a node of the class has once the example's roles ran (``site.yml`` with every role) and the site policy no node
 can tell, each with its reason. The class's other settings sit beside it in ``group_vars/<class>/site.yml``,
-written by hand. tests/unit/test_example_profiles.py fails when a file is stale; run from the repository root
+written by hand. tests/unit/inventories/test_example_profiles.py fails when a file is stale; run from the repository root
 with the collection importable (``make units`` sets that up).
 """
 
@@ -44,10 +44,11 @@ def _derive(name):
     simulator_tests = os.path.join(ROOT, 'tests', 'unit', 'simulator')
     if simulator_tests not in sys.path:
         sys.path.insert(0, simulator_tests)
-    from simhelpers import B, profile_tree
+    from simhelpers import profile_tree
+    from simulator import bundle
     from simulator.build_profiles import derive_tree
     tree = profile_tree(name)
-    meta = B.load_yaml(tree['profile.yml'].decode('utf-8'))
+    meta = bundle.load_yaml(tree['profile.yml'].decode('utf-8'))
     return meta['node_class'], derive_tree(tree, OPTIONS)
 
 

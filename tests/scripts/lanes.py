@@ -10,7 +10,7 @@ name. A stage that prints a `[DEPRECATION WARNING]` line fails. A lane stops at 
 lanes finish the stage they are in and stop. At the end a table of every stage: its lane, status and seconds, against
 the plan's measured_s, and each lane's total.
 Exits 0 only when every stage of every lane, and then every `after` stage, passed; 1 otherwise (2 for a bad plan).
---markdown prints the plan as the table of docs/testing.md (tests/unit/test_ci_plan.py keeps the two the same).
+--markdown prints the plan as the table of docs/testing.md (tests/unit/ci/test_ci_plan.py keeps the two the same).
 """
 
 from __future__ import print_function

@@ -5,7 +5,7 @@
     python3 tests/scripts/variables_table.py --write    rewrite it
 
 The table sits between a start and an end marker line in the README's "Variables" section; the unit test
-tests/unit/test_variables_table.py fails when it is stale, and checks the spec against the role's defaults.
+tests/unit/docs/test_variables_table.py fails when it is stale, and checks the spec against the role's defaults.
 A variable's default is the spec's ``default``, else the description line that starts with "Default:", else
 "required" or "unset". Standard library and PyYAML only; run from anywhere.
 """

@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-"""The ansible-playbook the unit tests run playbooks with: the virtualenv's, else the one on PATH."""
+"""The ansible-playbook the unit tests run playbooks with: the virtualenv's, else the one on PATH; and the
+collection search path such a run gets, whatever the environment pytest was started from."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -10,6 +11,8 @@ import sys
 
 import pytest
 
+from repo_paths import COLLECTIONS
+
 
 def ansible_playbook():
     """Path of ansible-playbook; the test is skipped when there is none."""
@@ -19,3 +22,16 @@ def ansible_playbook():
     if not exe:
         pytest.skip('ansible-playbook is not installed')
     return exe
+
+
+def site_packages():
+    """[the site-packages of this Python], where the ``ansible`` package keeps its collections; [] when none."""
+    return [p for p in sys.path if p.endswith('site-packages')][:1]
+
+
+def collections_path():
+    """ANSIBLE_COLLECTIONS_PATH for a child Ansible: the collection as ansible_collections.gpuops.node
+    (.build/collections) and the collections of the ``ansible`` package (this Python's site-packages). A child does
+    not see pytest.ini's pythonpath: without this it would find gpuops.node only through the caller's
+    environment."""
+    return os.pathsep.join([COLLECTIONS] + site_packages())

@@ -7,7 +7,9 @@ __metaclass__ = type
 import os
 import shutil
 
-REAL = os.path.join(os.path.dirname(__file__), '..', 'fixtures', 'real')
+from repo_paths import REPO
+
+REAL = os.path.join(REPO, 'tests', 'fixtures', 'real')
 
 
 def real_path(rel):
@@ -74,7 +76,7 @@ def make_bundle(dest, xml=None, topo=None, nvlink=None, ib_tree=None, ttar=None,
     return dest
 
 
-PROFILES = os.path.join(os.path.dirname(__file__), '..', '..', 'simulator', 'profiles')
+PROFILES = os.path.join(REPO, 'simulator', 'profiles')
 
 
 def profile_text(profile, name):

@@ -13,12 +13,12 @@ import sys
 import pytest
 import yaml
 
-from ansible_cli import ansible_playbook
+from ansible_cli import ansible_playbook, collections_path
+from repo_paths import REPO
+from simhelpers import profile_path
+from simulator import bundle
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 PLAYBOOK = os.path.join(REPO, 'playbooks', 'profile.yml')
-sys.path.insert(0, os.path.join(REPO, 'tests', 'unit', 'simulator'))
-from simhelpers import B, profile_path  # noqa: E402  pylint: disable=wrong-import-position
 
 H100 = 'h100-sxm-8gpu-ib'
 A100 = 'a100-sxm-8gpu-ib'
@@ -28,7 +28,7 @@ def _bundle(tmp, host, profile, port_state=None, rate=None):
     """A capture bundle of a simulator profile; ``port_state``/``rate``: a transform of every compute rail's sysfs
     (mlx5_0's state file only for ``port_state``, every port's rate file for ``rate``)."""
     path = os.path.join(tmp, 'bundles', host)
-    B.write_tree(B.read_profile(profile_path(profile)), path)
+    bundle.write_tree(bundle.read_profile(profile_path(profile)), path)
     ib = os.path.join(path, 'sys', 'class', 'infiniband')
     if port_state:
         with open(os.path.join(ib, 'mlx5_0', 'ports', '1', 'state'), 'w') as handle:
@@ -46,13 +46,13 @@ def _run(tmp, hosts, *args, **kwargs):
     inventory = os.path.join(tmp, 'inventory')
     os.makedirs(inventory, exist_ok=True)
     with open(os.path.join(inventory, 'hosts'), 'w') as handle:
-        for host, bundle in hosts.items():
+        for host, bundle_dir in hosts.items():
             handle.write('%s ansible_connection=local ansible_python_interpreter=%s gpuops_bundle_dir=%s\n'
-                         % (host, sys.executable, bundle))
+                         % (host, sys.executable, bundle_dir))
         handle.write('[%s]\n%s\n' % (group, '\n'.join(hosts)))
     # PWD as a shell sets it: a relative gpuops_profile_dest is taken from it
-    env = dict(os.environ, ANSIBLE_NOCOLOR='1', ANSIBLE_LOCAL_TEMP=os.path.join(tmp, 'ansible-local'),
-               ANSIBLE_RETRY_FILES_ENABLED='0', PWD=tmp)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_NOCOLOR='1',
+               ANSIBLE_LOCAL_TEMP=os.path.join(tmp, 'ansible-local'), ANSIBLE_RETRY_FILES_ENABLED='0', PWD=tmp)
     return subprocess.run([exe, '-i', inventory, PLAYBOOK] + list(args), cwd=tmp, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, universal_newlines=True, timeout=180, env=env, check=False)
 
@@ -195,7 +195,7 @@ def test_a_host_list_inventory_has_no_class_group(tmp_path):
     tmp = str(tmp_path)
     bundle = _bundle(tmp, 'gpu-a01', H100)
     exe = ansible_playbook()
-    env = dict(os.environ, ANSIBLE_NOCOLOR='1', PWD=tmp)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_NOCOLOR='1', PWD=tmp)
     base = [exe, '-i', 'gpu-a01,', PLAYBOOK, '-e', 'gpuops_profile_class=ungrouped_x', '-e',
             'ansible_connection=local', '-e', 'ansible_python_interpreter=' + sys.executable,
             '-e', 'gpuops_bundle_dir=' + bundle, '-e', 'gpuops_profile_hosts=all']

@@ -20,10 +20,10 @@ import tarfile
 
 import pytest
 
-from ansible_cli import ansible_playbook
+from ansible_cli import ansible_playbook, collections_path
 from real_captures import extract_ttar, real_path, real_text
+from repo_paths import REPO
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 SCRIPT = os.path.join(REPO, 'playbooks', 'files', 'gpuops-capture.sh')
 PLAYBOOK = os.path.join(REPO, 'playbooks', 'capture.yml')
 
@@ -256,8 +256,8 @@ def _playbook(tmp, *extra_vars):
     cmd = [exe, '-i', inventory, PLAYBOOK, '-e', 'gpuops_capture_dir=' + os.path.join(tmp, 'captures')]
     for var in extra_vars:
         cmd += ['-e', var]
-    env = dict(os.environ, ANSIBLE_NOCOLOR='1', ANSIBLE_LOCAL_TEMP=os.path.join(tmp, 'ansible-local'),
-               ANSIBLE_RETRY_FILES_ENABLED='0')
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_NOCOLOR='1',
+               ANSIBLE_LOCAL_TEMP=os.path.join(tmp, 'ansible-local'), ANSIBLE_RETRY_FILES_ENABLED='0')
     return subprocess.run(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
                           timeout=120, env=env, check=False)
 

@@ -7,15 +7,12 @@ __metaclass__ = type
 
 import os
 import re
-import sys
 
 import yaml
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'scripts'))
+import variables_table  # tests/scripts
 
-import variables_table  # noqa: E402  (tests/scripts)
-
-from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import ROLES  # noqa: E402
+from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import ROLES
 
 ROLE = os.path.join(variables_table.ROOT, 'roles', 'gpuops')
 

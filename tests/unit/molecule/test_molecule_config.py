@@ -21,7 +21,8 @@ import sys
 import pytest
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from repo_paths import REPO as ROOT
+
 MOLECULE = os.path.join(ROOT, 'molecule')
 BASE = os.path.join(ROOT, '.config', 'molecule', 'config.yml')
 SCENARIOS = sorted(os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(MOLECULE, '*', 'molecule.yml')))

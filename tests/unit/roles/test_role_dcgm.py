@@ -5,11 +5,9 @@ dcgm-exporter metric the alert rules read, and its expressions render as meant t
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import os
 import re
-import sys
 
-from role_files import ROOT, load, options, templar
+from role_files import load, options, templar
 
 ROLE = 'dcgm'
 
@@ -23,11 +21,7 @@ def _options():
 
 
 def _cuda_repo():
-    sys.path.insert(0, os.path.join(ROOT, 'tests', 'repo'))
-    try:
-        import build_cuda_repo  # pylint: disable=import-error
-    finally:
-        sys.path.pop(0)
+    import build_cuda_repo  # tests/repo  pylint: disable=import-error,import-outside-toplevel
     return build_cuda_repo
 
 
@@ -99,9 +93,7 @@ def test_the_watches_read_from_dcgmis_table_and_wanted_from_the_flags():
 
 
 def test_the_simulated_watches_read_as_the_role_wants_them():
-    import sys
-    sys.path.insert(0, os.path.join(ROOT, 'simulator'))
-    import sim_dcgmi
+    from simulator import sim_dcgmi  # pylint: disable=import-outside-toplevel
     for letters in ('a', 'pt', 'mi'):
         lines = sim_dcgmi.render_watches(letters).splitlines()
         render = _templar(__dcgm_watches_read={'stdout_lines': lines}, dcgm_health_watches=letters)

@@ -3,15 +3,11 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import os
 import re
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'scripts'))
+import check_table  # tests/scripts
 
-import check_table  # noqa: E402  (tests/scripts)
-
-from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import CHECKS, ROLES  # noqa: E402
+from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import CHECKS, ROLES
 
 
 def test_generated_documents_are_current():

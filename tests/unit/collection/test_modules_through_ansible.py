@@ -2,10 +2,10 @@
 # Copyright: gpuops.node contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Every module of the collection run the way Ansible runs it: one ``ansible-playbook`` process
-(tests/unit/modules_through_ansible/playbook.yml, local connection, the JSON callback) with two tasks per module, one
-that must pass and one that must fail, and what the operator is shown for each: the status Ansible's task executor
-gave the result (a result without ``failed`` whose ``rc`` is not 0 is failed, a result without ``changed`` is not
-changed), the message or the fields that say why, and no deprecation.
+(tests/unit/collection/modules_through_ansible/playbook.yml, local connection, the JSON callback) with two tasks per
+module, one that must pass and one that must fail, and what the operator is shown for each: the status Ansible's task
+executor gave the result (a result without ``failed`` whose ``rc`` is not 0 is failed, a result without ``changed``
+is not changed), the message or the fields that say why, and no deprecation.
 
 Inputs are real captures (tests/fixtures/real, read only) and the simulator's nodes (profiles derived from real
 captures; its nvidia-smi and dcb run as programs); the stand-ins this file writes (dcgmi, scontrol, the package tools)
@@ -32,16 +32,16 @@ import sys
 import pytest
 import yaml
 
-from ansible_cli import ansible_playbook
+from ansible_cli import ansible_playbook, collections_path
 from real_captures import real_path, real_text
+from repo_paths import REPO
+from simhelpers import profile_path, profile_tree
+from simulator import bundle
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 REAL = os.path.abspath(real_path(''))
-PLAYBOOK = os.path.join(REPO, 'tests', 'unit', 'modules_through_ansible', 'playbook.yml')
+PLAYBOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'modules_through_ansible', 'playbook.yml')
 MODULES = sorted(name[:-3] for name in os.listdir(os.path.join(REPO, 'plugins', 'modules'))
                  if name.endswith('.py') and not name.startswith('_'))
-sys.path.insert(0, os.path.join(REPO, 'tests', 'unit', 'simulator'))
-from simhelpers import B, profile_path, profile_tree  # noqa: E402  pylint: disable=wrong-import-position
 
 A100 = 'a100-sxm-8gpu-ib'
 H100 = 'h100-sxm-8gpu-ib'
@@ -128,14 +128,14 @@ def _simulated(tmp, name, program, profile=None):
                     program=os.path.join(REPO, 'simulator', program))
 
 
-def _bundle(tmp, name, profile, faults=()):
+def _bundle(tmp, name, profile, fault_list=()):
     tree = profile_tree(profile)
-    if faults:
-        from simulator import faults as F
-        for fault, params in faults:
-            F.FAULTS[fault].apply(tree, **params)
+    if fault_list:
+        from simulator import faults
+        for fault, params in fault_list:
+            faults.FAULTS[fault].apply(tree, **params)
     path = os.path.join(tmp, 'bundles', name)
-    B.write_tree(tree, path)
+    bundle.write_tree(tree, path)
     return path
 
 
@@ -155,10 +155,10 @@ def _inputs(tmp):
     }
     shutil.copyfile(real_path(CORRUPTED_TOPO), os.path.join(bundles['corrupted_topo'], 'nvidia-smi-topo-m.txt'))
     with open(os.path.join(profile_path(A100), 'profile.yml')) as handle:
-        a100_expected = B.load_yaml(handle.read())['expected_node_class']
+        a100_expected = bundle.load_yaml(handle.read())['expected_node_class']
     # the RoCE node's sysfs where the simulator's dcb finds its netdevs; rdma_settings writes into it
     rdma_node = os.path.join(tmp, 'sim', 'rdma-node')
-    B.write_tree(profile_tree(PCIE), os.path.join(rdma_node, 'usr', 'share', 'gpuops-sim'))
+    bundle.write_tree(profile_tree(PCIE), os.path.join(rdma_node, 'usr', 'share', 'gpuops-sim'))
     for rel, value in PROC_SYS.items():
         _write(os.path.join(tmp, 'sysctl-node', 'proc', 'sys', rel), value)
     os.makedirs(os.path.join(tmp, 'sysctl-node', 'etc', 'sysctl.d'))
@@ -180,8 +180,8 @@ def _inputs(tmp):
             'dcgmi': _program(tmp, 'dcgmi', DCGMI, get=real_path(POLICY_GROUP1)),
             'scontrol': _program(tmp, 'scontrol', SCONTROL, idle=real_path(SLURM_IDLE),
                                  not_found=real_path(SLURM_NOT_FOUND)),
-            'nvidia_smi_a100': _simulated(tmp, 'nvidia-smi-a100', 'nvidia_smi.py', bundles['a100']),
-            'nvidia_smi_h100': _simulated(tmp, 'nvidia-smi-h100', 'nvidia_smi.py', _bundle(tmp, 'h100', H100)),
+            'nvidia_smi_a100': _simulated(tmp, 'nvidia-smi-a100', 'nvidia_smi', bundles['a100']),
+            'nvidia_smi_h100': _simulated(tmp, 'nvidia-smi-h100', 'nvidia_smi', _bundle(tmp, 'h100', H100)),
             'dcb': _program(tmp, 'dcb', SIMULATED, root=rdma_node, profile='', state='', python=sys.executable,
                             program=os.path.join(REPO, 'simulator', 'sim_dcb.py')),
             'package_tools': os.path.join(tmp, 'bin', 'debian-driverless'),
@@ -210,13 +210,12 @@ def played(tmp_path_factory):
     exe = ansible_playbook()
     tmp = str(tmp_path_factory.mktemp('modules-through-ansible'))
     inputs = _write(os.path.join(tmp, 'inputs.json'), json.dumps(_inputs(tmp)))
-    site_packages = [p for p in sys.path if p.endswith('site-packages')][:1]
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.pathsep.join(
-        [os.path.join(REPO, '.build', 'collections')] + site_packages),
-        ANSIBLE_STDOUT_CALLBACK='ansible.posix.json', ANSIBLE_DEPRECATION_WARNINGS='1', ANSIBLE_NOCOLOR='1',
-        ANSIBLE_LOCALHOST_WARNING='0', ANSIBLE_RETRY_FILES_ENABLED='0', ANSIBLE_PIPELINING='1',
-        ANSIBLE_HOME=os.path.join(tmp, 'ansible-home'), ANSIBLE_LOCAL_TEMP=os.path.join(tmp, 'ansible-local'),
-        ANSIBLE_REMOTE_TEMP=os.path.join(tmp, 'ansible-remote'), ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_STDOUT_CALLBACK='ansible.posix.json',
+               ANSIBLE_DEPRECATION_WARNINGS='1', ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='0',
+               ANSIBLE_RETRY_FILES_ENABLED='0', ANSIBLE_PIPELINING='1',
+               ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'), ANSIBLE_HOME=os.path.join(tmp, 'ansible-home'),
+               ANSIBLE_LOCAL_TEMP=os.path.join(tmp, 'ansible-local'),
+               ANSIBLE_REMOTE_TEMP=os.path.join(tmp, 'ansible-remote'))
     proc = subprocess.run([exe, '-i', 'localhost,', PLAYBOOK, '-e', '@' + inputs,
                            '-e', 'ansible_python_interpreter=' + sys.executable],
                           cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env,

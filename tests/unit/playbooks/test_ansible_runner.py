@@ -12,9 +12,10 @@ import sys
 
 import yaml
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
-sys.path.insert(0, os.path.join(ROOT, 'tests', 'unit', 'simulator'))
-from simhelpers import B, profile_path, profile_tree  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_cli import collections_path
+from repo_paths import REPO as ROOT
+from simhelpers import profile_path, profile_tree
+from simulator import bundle
 
 H100 = 'h100-sxm-8gpu-ib'
 
@@ -26,7 +27,7 @@ def _private_data_dir(tmp, hosts):
     os.makedirs(os.path.join(pdd, 'inventory'))
     os.makedirs(os.path.join(pdd, 'env'))
     with open(os.path.join(profile_path(H100), 'profile.yml')) as handle:
-        profile = B.load_yaml(handle.read())['expected_node_class']
+        profile = bundle.load_yaml(handle.read())['expected_node_class']
     inventory = {'all': {
         'vars': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable},
         'children': {
@@ -37,22 +38,20 @@ def _private_data_dir(tmp, hosts):
         yaml.safe_dump(inventory, handle)
     with open(os.path.join(pdd, 'env', 'extravars'), 'w') as handle:
         yaml.safe_dump({'gpuops_report_dir': os.path.join(pdd, 'reports')}, handle)
-    collections = os.pathsep.join([os.path.join(ROOT, '.build', 'collections')] +
-                                  [p for p in sys.path if p.endswith('site-packages')][:1])
     with open(os.path.join(pdd, 'env', 'envvars'), 'w') as handle:
-        yaml.safe_dump({'ANSIBLE_COLLECTIONS_PATH': collections, 'ANSIBLE_NOCOLOR': '1',
+        yaml.safe_dump({'ANSIBLE_COLLECTIONS_PATH': collections_path(), 'ANSIBLE_NOCOLOR': '1',
                         'PATH': os.path.dirname(sys.executable) + os.pathsep + os.environ.get('PATH', '')}, handle)
     return pdd
 
 
 def _bundle(tmp, host, fault=None):
-    from simulator import faults as F
+    from simulator import faults
     tree = profile_tree(H100)
     if fault:
         name, _sep, params = fault.partition(':')
-        F.FAULTS[name].apply(tree, **dict(p.split('=', 1) for p in params.split(',') if p))
+        faults.FAULTS[name].apply(tree, **dict(p.split('=', 1) for p in params.split(',') if p))
     path = os.path.join(tmp, 'bundles', host)
-    B.write_tree(tree, path)
+    bundle.write_tree(tree, path)
     return path
 
 

@@ -16,7 +16,8 @@ import os
 
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from repo_paths import REPO as ROOT
+
 KEYS = ('when', 'failed_when', 'changed_when', 'until')
 
 

@@ -10,21 +10,16 @@ __metaclass__ = type
 
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
-import time
-
-from urllib.error import HTTPError
-from urllib.request import Request, urlopen
 
 import pytest
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
-STANDIN = os.path.join(REPO, 'tests', 'k8s_api', 'apiserver.py')
+from ansible_cli import ansible_playbook, collections_path
+from k8s_standin import NODE, StandIn
+from repo_paths import REPO
+
 ANSWERS = os.path.join(REPO, 'tests', 'k8s_api', 'answers')
-NODE = 'gpu-node-07'
 RECORDED_NODE = 'ip-10-0-10-170.ec2.internal'
 
 DAEMONSET_POD = ('kube-system', 'kube-proxy-psxbf')
@@ -33,54 +28,6 @@ BARE_POD = ('default', 'nccl-allreduce-check')
 MIRROR_POD = ('default', 'static-web-' + NODE)
 OTHER_NODE_POD = ('kube-system', 'kube-proxy-82mb2')
 PDB_MESSAGE = "Cannot evict pod as it would violate the pod's disruption budget."
-
-
-class StandIn(object):
-    """The stand-in as a background process, as a test (or a Molecule playbook) starts it."""
-
-    def __init__(self, tmp, *extra):
-        self.tmp = tmp
-        self.log = os.path.join(tmp, 'requests.jsonl')
-        self.kubeconfig = os.path.join(tmp, 'kubeconfig')
-        port_file = os.path.join(tmp, 'port')
-        self.proc = subprocess.Popen(
-            [sys.executable, STANDIN, '--node', NODE, '--port', '0', '--port-file', port_file, '--log', self.log,
-             '--kubeconfig', self.kubeconfig] + list(extra),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
-        deadline = time.time() + 20
-        while not os.path.exists(port_file):
-            if self.proc.poll() is not None or time.time() > deadline:
-                self.stop()
-                raise AssertionError('the stand-in did not start: %s' % self.proc.stdout.read())
-            time.sleep(0.05)
-        with open(port_file) as handle:
-            self.port = int(handle.read())
-        self.url = 'http://127.0.0.1:%d' % self.port
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
-    def call(self, method, path, body=None, content_type='application/json'):
-        data = None if body is None else json.dumps(body).encode('utf-8')
-        request = Request(self.url + path, data=data, method=method)
-        if data is not None:
-            request.add_header('Content-Type', content_type)
-        try:
-            response = urlopen(request, timeout=10)
-        except HTTPError as exc:
-            return exc.code, json.loads(exc.read().decode('utf-8')), exc.headers
-        return response.status, json.loads(response.read().decode('utf-8')), response.headers
-
-    def requests(self):
-        with open(self.log) as handle:
-            return [json.loads(line) for line in handle]
 
 
 @pytest.fixture
@@ -290,11 +237,7 @@ RESULTS = """\
 
 def run_playbook(tmp, server, steps):
     """steps: (register name, state, force or None for no delete_options); returns what each step registered."""
-    exe = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
-    if not os.path.exists(exe):
-        exe = shutil.which('ansible-playbook')
-    if not exe:
-        pytest.skip('ansible-playbook is not installed')
+    exe = ansible_playbook()
     pytest.importorskip('kubernetes')
     results = os.path.join(tmp, 'results.json')
     text = PLAYBOOK_HEAD
@@ -313,7 +256,8 @@ def run_playbook(tmp, server, steps):
         handle.write('controller ansible_connection=local ansible_python_interpreter=%s\n' % sys.executable)
     module_tmp = os.path.join(tmp, 'module-tmp')  # where the dynamic client keeps its discovery cache
     os.mkdir(module_tmp)
-    env = dict(os.environ, ANSIBLE_NOCOLOR='1', ANSIBLE_LOCAL_TEMP=os.path.join(tmp, 'ansible-local'),
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_NOCOLOR='1',
+               ANSIBLE_LOCAL_TEMP=os.path.join(tmp, 'ansible-local'),
                ANSIBLE_RETRY_FILES_ENABLED='0', TMPDIR=module_tmp)
     run = subprocess.run([exe, '-i', inventory, playbook], cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          universal_newlines=True, timeout=300, env=env, check=False)

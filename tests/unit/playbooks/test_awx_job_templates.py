@@ -16,7 +16,9 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpuops.node.plugins.module_utils.plans import mps, nccl, rdma
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+from ansible_cli import site_packages
+from repo_paths import REPO as ROOT
+
 TYPES = ('text', 'textarea', 'password', 'integer', 'float', 'multiplechoice', 'multiselect')
 
 
@@ -184,8 +186,8 @@ def test_template(template):
 
 
 def test_job_template_options_are_the_modules():
-    path = os.path.join(ROOT, '.venv', 'lib', 'python3.11', 'site-packages', 'ansible_collections', 'awx', 'awx',
-                        'plugins', 'modules', 'job_template.py')
+    path = os.path.join((site_packages() or [''])[0], 'ansible_collections', 'awx', 'awx', 'plugins', 'modules',
+                        'job_template.py')
     if not os.path.isfile(path):
         pytest.skip('awx.awx is not installed')
     with open(path) as handle:

@@ -15,7 +15,8 @@ import sys
 import pytest
 import yaml
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+from repo_paths import REPO as ROOT
+
 BIN = os.path.dirname(sys.executable)
 
 

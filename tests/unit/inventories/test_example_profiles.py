@@ -4,16 +4,11 @@ never written by hand: a stale or hand-edited class file fails here."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import os
-import sys
-
 import yaml
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'scripts'))
+import example_profiles  # tests/scripts
 
-import example_profiles  # noqa: E402  (tests/scripts)
-
-from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import validate_profile  # noqa: E402
+from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import validate_profile
 
 
 def test_example_class_files_are_current():

@@ -13,14 +13,11 @@ __metaclass__ = type
 
 import os
 import subprocess
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, 'tests', 'affected'))
-
-import affected  # noqa: E402 pylint: disable=import-error,wrong-import-position
+import affected  # tests/affected  pylint: disable=import-error
+from repo_paths import REPO as ROOT
 
 TABLE = affected.load_table()
 NAMES = affected.scenario_names()

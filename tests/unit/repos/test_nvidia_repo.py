@@ -15,7 +15,8 @@ import sys
 
 import pytest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+from repo_paths import REPO as ROOT
+
 SCRIPT = os.path.join(ROOT, 'tests', 'repo', 'build_nvidia_repo.py')
 MISSING = [tool for tool in ('dpkg-deb', 'apt-ftparchive', 'gpg') if shutil.which(tool) is None]
 pytestmark = pytest.mark.skipif(bool(MISSING), reason='needs %s (Debian: apt-utils, gpg)' % ', '.join(MISSING))

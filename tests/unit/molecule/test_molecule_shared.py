@@ -9,9 +9,9 @@ __metaclass__ = type
 import os
 import re
 
-from simulator import install_node
+from repo_paths import REPO as ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from simulator import install_node
 
 
 def test_install_simulator_packs_every_module_the_node_installs():

@@ -14,15 +14,12 @@ __metaclass__ = type
 
 import glob
 import os
-import sys
 
 import pytest
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, 'molecule', 'shared', 'files'))
-
-import containers  # noqa: E402 pylint: disable=import-error,wrong-import-position
+import containers  # molecule/shared/files  pylint: disable=import-error
+from repo_paths import REPO as ROOT
 
 
 def platforms():

@@ -14,16 +14,12 @@ __metaclass__ = type
 
 import os
 import re
-import sys
 
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, 'tests', 'scripts'))
-sys.path.insert(0, os.path.join(ROOT, 'tests', 'affected'))
-
-import affected  # noqa: E402 pylint: disable=import-error,wrong-import-position
-import lanes  # noqa: E402 pylint: disable=import-error,wrong-import-position
+import affected  # tests/affected  pylint: disable=import-error
+import lanes  # tests/scripts  pylint: disable=import-error
+from repo_paths import REPO as ROOT
 
 PLAN = lanes.load_plan()
 ENTRIES = [(lane, e) for lane, entries in PLAN['lanes'].items() for e in entries] + \

@@ -10,7 +10,8 @@ import re
 import pytest
 import yaml
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+from repo_paths import REPO as ROOT
+
 ROLES = os.path.join(ROOT, 'roles')
 
 

@@ -15,12 +15,11 @@ import sys
 import pytest
 import yaml
 
-from ansible_cli import ansible_playbook
-from test_k8s_api_standin import StandIn
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
-sys.path.insert(0, os.path.join(ROOT, 'tests', 'unit', 'simulator'))
-from simhelpers import B, profile_path, profile_tree  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_cli import ansible_playbook, collections_path
+from k8s_standin import StandIn
+from repo_paths import REPO as ROOT
+from simhelpers import profile_path, profile_tree
+from simulator import bundle
 
 pytest.importorskip('kubernetes')
 
@@ -45,12 +44,12 @@ ROLE = """---
 @pytest.fixture
 def rack(tmp_path):
     tmp = str(tmp_path)
-    from simulator import faults as F
-    bundle, broken = os.path.join(tmp, 'bundle'), os.path.join(tmp, 'broken')
-    B.write_tree(profile_tree(H100), bundle)
+    from simulator import faults
+    bundle_dir, broken = os.path.join(tmp, 'bundle'), os.path.join(tmp, 'broken')
+    bundle.write_tree(profile_tree(H100), bundle_dir)
     tree = profile_tree(H100)
-    F.FAULTS['nvlink_down'].apply(tree, gpu=3)
-    B.write_tree(tree, broken)
+    faults.FAULTS['nvlink_down'].apply(tree, gpu=3)
+    bundle.write_tree(tree, broken)
     role = os.path.join(tmp, 'roles', 'change_hook', 'tasks')
     os.makedirs(role)
     with open(os.path.join(role, 'main.yml'), 'w') as handle:
@@ -58,26 +57,25 @@ def rack(tmp_path):
     os.makedirs(os.path.join(tmp, 'api'))
     server = StandIn(os.path.join(tmp, 'api'), '--node', HOST)
     with open(os.path.join(profile_path(H100), 'profile.yml')) as handle:
-        profile = B.load_yaml(handle.read())['expected_node_class']
+        profile = bundle.load_yaml(handle.read())['expected_node_class']
     inventory = {'all': {
         'vars': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable,
                  'gpuops_report_dir': os.path.join(tmp, 'reports'), 'gpuops_scheduler': 'kubernetes',
                  'gpuops_kubectl_host': 'localhost', 'gpuops_kubeconfig': server.kubeconfig,
                  'gpuops_drain_timeout': 20, 'change_hook_broken': broken,
                  'gpuops_roles': [{'name': 'change_hook', 'role': os.path.dirname(role)}]},
-        'children': {'rack_k': {'hosts': {HOST: {'gpuops_bundle_dir': bundle}}},
+        'children': {'rack_k': {'hosts': {HOST: {'gpuops_bundle_dir': bundle_dir}}},
                      'dgx_h100': {'hosts': {HOST: None},
                                   'vars': {'gpuops_node_class': 'dgx_h100', 'gpuops_node_class_profile': profile}}}}}
     path = os.path.join(tmp, 'hosts.yml')
     with open(path, 'w') as handle:
         yaml.safe_dump(inventory, handle)
-    yield {'tmp': tmp, 'inventory': path, 'server': server, 'bundle': bundle}
+    yield {'tmp': tmp, 'inventory': path, 'server': server, 'bundle': bundle_dir}
     server.stop()
 
 
 def site(rack, *args):
-    env = dict(os.environ, ANSIBLE_NOCOLOR='1', ANSIBLE_COLLECTIONS_PATH=os.pathsep.join(
-        [os.path.join(ROOT, '.build', 'collections')] + [p for p in sys.path if p.endswith('site-packages')][:1]))
+    env = dict(os.environ, ANSIBLE_NOCOLOR='1', ANSIBLE_COLLECTIONS_PATH=collections_path())
     proc = subprocess.run([ansible_playbook(), '-i', rack['inventory'], os.path.join(ROOT, 'site.yml')] + list(args),
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, env=env,
                           cwd=rack['tmp'], check=False)
@@ -125,7 +123,7 @@ def test_a_node_that_fails_after_its_change_stays_cordoned_with_its_failures(rac
 
     # the host repaired (its bundle back), a run that passes uncordons the node an earlier run left cordoned
     shutil.rmtree(rack['bundle'])
-    B.write_tree(profile_tree(H100), rack['bundle'])
+    bundle.write_tree(profile_tree(H100), rack['bundle'])
     proc, record = site(rack, '-e', force)
     assert proc.returncode == 0, proc.stdout
     assert record['status'] == 'provisioned' and record['service']['action'] == 'resume'
