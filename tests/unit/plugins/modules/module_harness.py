@@ -84,6 +84,16 @@ def _record(_self, result):
 @pytest.fixture(autouse=True)
 def patch_module(monkeypatch):
     monkeypatch.setattr(basic.AnsibleModule, '_record_module_result', _record)
+    # A module runs on the node, never in the controller: once a test has imported controller code (ansible's
+    # templating, display, Molecule's config), ansible-core marks the process a controller, and module_utils then
+    # show warnings on the terminal instead of returning them, and read module arguments another way.
+    from ansible.module_utils import _internal
+    monkeypatch.setattr(_internal, 'is_controller', False)
+    # and its JSON decoder checks strings for invalid UTF-8 only where ansible.constants imports (the controller);
+    # on a node it never does, and the answer is cached for the process
+    from ansible.module_utils._internal._json import _profiles
+    if hasattr(_profiles, '_string_encoding_check_enabled'):
+        monkeypatch.setattr(_profiles, '_string_encoding_check_enabled', lambda: False)
     yield
     # the module's warnings and deprecations are global: none may reach the next test
     from ansible.module_utils.common import warnings
