@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: dcgm_alert_rules
 short_description: Write the Prometheus alert rules of GPU and fabric health, checked with promtool
-version_added: 0.4.0
+version_added: 0.1.0
 description:
   - Renders the alert rules of the C(dcgm) role from O(thresholds) (GPU utilisation, NVLink CRC errors,
     InfiniBand/RoCE retransmissions, uncorrectable ECC errors, pending row remaps, XIDs that mean trouble, and a

@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: dcgm_diag
 short_description: Run DCGM's diagnostic (dcgmi diag) and judge every test on every GPU
-version_added: 0.4.0
+version_added: 0.1.0
 description:
   - Runs C(dcgmi diag -r <level> -j) (or reads O(output_file), a captured output) and returns every test with its
     result per GPU (C(Pass), C(Fail), C(Warn), C(Skip)) and the overall verdict.

@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: dcgm_policy
 short_description: Apply a DCGM violation policy to a GPU group and read it back
-version_added: 0.4.0
+version_added: 0.1.0
 description:
   - Reads the group's policy (C(dcgmi policy -g <group> --get)), compares it with O(policy), and only when they
     differ clears it (C(--clear)) and sets the new one (C(--set <action>,<validation>) with one flag per

@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: gpu_compute_mode
 short_description: Set the compute mode of NVIDIA GPUs, writing only the differences
-version_added: 0.5.0
+version_added: 0.1.0
 description:
   - Reads the compute mode of every GPU (C(nvidia-smi -q -x)), compares it with O(modes) and sets only the GPUs that
     differ (C(nvidia-smi -i <bus id> -c <MODE>)), then reads them again and fails when one did not take the mode.

@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: kubelet_config
 short_description: Set top-level fields of the kubelet's configuration, in its file or in a drop-in
-version_added: 0.6.0
+version_added: 0.1.0
 description:
   - Sets top-level fields of the kubelet's C(KubeletConfiguration) (C(kubelet.config.k8s.io/v1beta1)), either in the file
     kubeadm writes when a node joins (O(mode=merge), O(path)) or in a drop-in file of the kubelet's C(--config-dir)

@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: kubelet_topology_plan
 short_description: Decide what the kubelet_topology role will change on a node, before it changes anything
-version_added: 0.6.0
+version_added: 0.1.0
 description:
   - Checks the variables of the C(gpuops.node.kubelet_topology) role against the kubelet configuration the node runs
     with and the node's topology, and gives the keys to write, whether the kubelet must restart, and which state files

@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: mig_layout
 short_description: Converge the MIG mode and GPU instances of a node's GPUs to a mig-parted configuration
-version_added: 0.5.0
+version_added: 0.1.0
 description:
   - Takes the layout in NVIDIA mig-parted's configuration format (C(version) C(v1), C(mig-configs)), as data
     (O(config)) or as a file on the node (O(config_file)), so existing mig-parted files work unchanged, and

@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: mps_plan
 short_description: Decide what the MPS role will write on a node, before it changes anything
-version_added: 0.5.0
+version_added: 0.1.0
 description:
   - Checks the variables of the C(gpuops.node.mps) role that its argument spec cannot (the active-thread percentage,
     the pinned device memory limits, the pipe and log directories, the group and client service names), resolves

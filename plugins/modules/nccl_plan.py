@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: nccl_plan
 short_description: Decide what the NCCL role will install and write on a node, before it changes anything
-version_added: 0.4.0
+version_added: 0.1.0
 description:
   - Checks the variables of the C(gpuops.node.nccl) role that its argument spec cannot (NCCL variable names and
     values, ranges, sources, the nccl-tests build, the acceptance gate), derives C(NCCL_IB_HCA) from the node's

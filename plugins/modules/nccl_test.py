@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: nccl_test
 short_description: Run an nccl-tests program and judge its bus bandwidth
-version_added: 0.4.0
+version_added: 0.1.0
 description:
   - Runs an nccl-tests program (C(all_reduce_perf), C(all_gather_perf), ...) or reads a captured output of one,
     parses its result table and judges it.

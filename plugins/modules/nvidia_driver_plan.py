@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: nvidia_driver_plan
 short_description: Decide what the NVIDIA driver role will change on a node, before it changes anything
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Reads what the package manager offers and has installed (C(apt-cache madison), C(dpkg-query), C(apt-mark
     showhold), or C(dnf repoquery), C(rpm -q), C(dnf versionlock list)) and the DKMS state (C(dkms status) and the

@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: rdma_plan
 short_description: Decide what the RDMA role will change on a node, before it changes anything
-version_added: 0.3.0
+version_added: 0.1.0
 description:
   - Checks the variables of the C(gpuops.node.rdma) role that its argument spec cannot (ranges, the ToS against the
     DSCP, a DOCA mirror without URL or key, globs that select no HCA), reads the installed packages (C(dpkg-query)

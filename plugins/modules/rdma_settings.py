@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: rdma_settings
 short_description: Converge the RoCE settings of RDMA HCAs (DCQCN, PFC, DSCP trust, RDMA CM ToS) and keep IPoIB down
-version_added: 0.3.0
+version_added: 0.1.0
 description:
   - For each HCA of O(hcas), reads, compares and writes only what differs.
   - DCQCN enabled for the reaction and notification points on O(priority) (sysfs

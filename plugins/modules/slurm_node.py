@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: slurm_node
 short_description: Read, drain and return to service Slurm nodes with scontrol, telling the rollout's drains from others
-version_added: 0.7.0
+version_added: 0.1.0
 description:
   - Runs C(scontrol) where it is installed (the controller, or any host with C(slurm-client) and the cluster's munge key),
     usually delegated to it.

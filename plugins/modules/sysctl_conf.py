@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: sysctl_conf
 short_description: Kernel parameters in a sysctl.d file of their own, and on the running kernel as boot sets them
-version_added: 0.5.0
+version_added: 0.1.0
 description:
   - Writes the kernel parameters of O(base_settings) with O(settings) over them (null removes a base key) into one
     sysctl.d file, O(path), C(key = value) lines sorted by key under a header, only when its text differs.

@@ -1,16 +1,19 @@
 # -*- coding: utf-8 -*-
 """The execution environment definition (execution-environment.yml, ansible-builder v3) and the collection's own EE
 metadata (meta/execution-environment.yml): ansible-builder creates a build context from them, it installs the
-collection from the tarball of this checkout with the collections galaxy.yml depends on, and `ansible-builder
-introspect` finds the collection's Python and system packages."""
+collection from the tarball of this checkout with the collections galaxy.yml depends on, each locked to the exact
+version the tested `ansible` package bundles, on a base image pinned by digest, and `ansible-builder introspect` finds
+the collection's Python and system packages."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import os
 import re
+import json
 import shutil
 import subprocess
 import sys
+import sysconfig
 
 import pytest
 import yaml
@@ -49,11 +52,45 @@ def test_the_definition_installs_what_galaxy_yml_and_the_tests_use():
     tarball = '%s-%s-%s.tar.gz' % (galaxy['namespace'], galaxy['name'], galaxy['version'])
     collections = ee['dependencies']['galaxy']['collections']
     assert collections[0] == {'name': 'files/' + tarball, 'type': 'file'}
-    assert dict((c['name'], c['version']) for c in collections[1:]) == galaxy['dependencies']
+    assert sorted(c['name'] for c in collections[1:]) == sorted(galaxy['dependencies'])
     assert ee['additional_build_files'] == [{'src': '.build/dist/' + tarball, 'dest': 'files'}]
     pins = _pins()
     assert ee['dependencies']['ansible_core']['package_pip'] == 'ansible-core==' + pins['ansible-core']
     assert ee['dependencies']['ansible_runner']['package_pip'] == 'ansible-runner==' + pins['ansible-runner']
+
+
+def _bundled_version(fqcn):
+    """The version of the collection fqcn that the venv's `ansible` package (tests/requirements.txt) bundles."""
+    namespace, name = fqcn.split('.')
+    manifest = os.path.join(sysconfig.get_paths()['purelib'], 'ansible_collections', namespace, name,
+                            'MANIFEST.json')
+    if not os.path.isfile(manifest):
+        pytest.fail('%s is not bundled in the virtualenv (the ansible package of tests/requirements.txt)' % fqcn)
+    with open(manifest) as handle:
+        return json.load(handle)['collection_info']['version']
+
+
+def test_the_base_image_is_pinned_by_digest():
+    name = _load('execution-environment.yml')['images']['base_image']['name']
+    assert re.match(r'^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+(:[A-Za-z0-9._-]+)?@sha256:[0-9a-f]{64}$', name), name
+
+
+def test_every_collection_is_locked_to_the_tested_version_inside_galaxy_yml_range():
+    from ansible.galaxy.dependency_resolution.versioning import meets_requirements
+    from importlib.metadata import version as installed
+    # the bundled versions below are those of the ansible package the collection is tested with
+    assert installed('ansible') == _pins()['ansible'], 'the virtualenv is stale: rebuild it (make venv)'
+    galaxy = _load('galaxy.yml')
+    collections = _load('execution-environment.yml')['dependencies']['galaxy']['collections'][1:]
+    assert collections
+    for collection in collections:
+        fqcn, lock = collection['name'], collection.get('version')
+        match = re.match(r'^==(\d+\.\d+\.\d+)$', str(lock))
+        assert match, '%s is not locked to one exact version: %r' % (fqcn, lock)
+        version = match.group(1)
+        assert version == _bundled_version(fqcn), (fqcn, version, _bundled_version(fqcn))
+        allowed = galaxy['dependencies'][fqcn]
+        assert meets_requirements(version, allowed), '%s %s is outside galaxy.yml\'s %s' % (fqcn, version, allowed)
 
 
 def test_the_collections_own_requirements_admit_the_tested_versions():
@@ -89,6 +126,8 @@ def test_ansible_builder_creates_the_build_context(tmp_path):
     pins = _pins()
     assert 'ARG ANSIBLE_INSTALL_REFS="ansible-core==%s ansible-runner==%s"' % (
         pins['ansible-core'], pins['ansible-runner']) in containerfile
+    base_image = _load('execution-environment.yml')['images']['base_image']['name']
+    assert 'ARG EE_BASE_IMAGE="%s"' % base_image in containerfile
     assert 'ansible-galaxy collection install' in containerfile and 'COPY _build /build' in containerfile
     assert (context / '_build' / 'files' / tarball).is_file()
     assert yaml.safe_load((context / '_build' / 'requirements.yml').read_text()) == {
