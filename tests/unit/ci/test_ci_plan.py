@@ -77,7 +77,11 @@ def test_docs_show_the_plan():
 def test_lanes_run_in_parallel_and_stop_at_a_failure(tmp_path):
     make = tmp_path / 'make'
     log = tmp_path / 'log'
-    make.write_text('#!/bin/sh\necho "$2" >> %s\n[ "$2" != bad ]\n' % log)
+    # `bad` fails only once lane b's `two` has started, however slowly the machine schedules the lanes: the stop
+    # at a failure is then what keeps `never` and `last` from running, not the order the lanes happened to start in
+    make.write_text('#!/bin/sh\necho "$2" >> %s\n[ "$2" != bad ] && exit 0\n'
+                    'i=0; while ! grep -qx two %s && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\nexit 1\n'
+                    % (log, log))
     make.chmod(0o755)
     plan = tmp_path / 'plan.yml'
     plan.write_text('budget_s: 10\ngoal_s: 5\nlanes:\n  a: [{stage: one, measured_s: 1}, {stage: bad, measured_s: 1},'
