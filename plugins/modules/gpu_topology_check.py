@@ -37,8 +37,8 @@ options:
         not read a GPU (C(gpu_error)).
       - A key whose input is missing or could not be read for a GPU gives a failure whose C(actual) is
         C(not checked) for that GPU, never a pass.
-      - The keys, from the collection's table of checks (the README shows the same table with the role that
-        converges each key).
+      - The keys, from the collection's table of checks (docs/topology.md shows the same table with the role
+        that converges each key).
       # generated from topology_check.CHECKS by tests/scripts/check_table.py
       - "C(gpu_count) (int): number of GPUs (on the PCI bus when no driver answers)."
       - "C(gpu_model) (glob): glob matched against every GPU name, e.g. \"NVIDIA H100*\"."
@@ -85,7 +85,7 @@ options:
   defer_roles:
     description:
       - Roles of this collection that run after this check and converge some keys of O(expected), for example
-        V(nvidia_driver) on a bare node. The checks those roles own (see the README's table) are not made now;
+        V(nvidia_driver) on a bare node. The checks those roles own (the table of docs/topology.md) are not made now;
         each is listed in RV(deferred). Hardware checks still run.
       - When V(nvidia_driver) is listed and the driver is not loaded, the checks that need nvidia-smi are deferred
         with it.
@@ -112,12 +112,13 @@ EXAMPLES = r'''
       nvlink_relation: NV18
       pcie_gen_min: 5
       pcie_width_min: 16
-      nic_names: ['mlx5_[0-9]', 'mlx5_1[01]']
+      # the 8 compute rails of this node (its storage and in-band NICs left out)
+      nic_names: ['mlx5_[0-25-8]', 'mlx5_11']
       nic_count: 8
       nic_port_state: ACTIVE
       nic_link_layer: InfiniBand
       nic_rate_min_gbps: 400
-      gpu_nic_relation_max: PXB
+      gpu_nic_relation_max: PIX
       max_ecc_uncorrected: 0
       allow_remapped_rows_pending: false
 

@@ -4,7 +4,7 @@
     python3 tests/scripts/check_table.py            exit 1 and show what differs when a document is stale
     python3 tests/scripts/check_table.py --write    rewrite the generated parts
 
-Generated parts: the README's two check tables, and in plugins/modules/gpu_topology_check.py the profile keys of
+Generated parts: the two check tables of docs/topology.md, and in plugins/modules/gpu_topology_check.py the profile keys of
 ``expected`` and the check names of ``failures``. Each sits between a start and an end marker line; the unit test
 tests/unit/docs/test_check_table_docs.py fails when one is stale. Run from the repository root with the collection
 importable (``make units`` sets that up; tests/unit/conftest.py does too).
@@ -20,7 +20,7 @@ import textwrap
 import generated_docs  # tests/scripts, beside this file
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
-README = os.path.join(ROOT, 'README.md')
+README = os.path.join(ROOT, 'docs', 'topology.md')
 MODULE = os.path.join(ROOT, 'plugins', 'modules', 'gpu_topology_check.py')
 START = 'generated from topology_check.CHECKS by tests/scripts/check_table.py'
 END = 'end of generated lines'

@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
-"""Render the README's Variables table from the playbooks' one argument spec (roles/gpuops/meta/argument_specs.yml).
+"""Render the Variables table of docs/variables.md from the playbooks' one argument spec (roles/gpuops/meta/argument_specs.yml).
 
     python3 tests/scripts/variables_table.py            exit 1 and show what differs when the table is stale
     python3 tests/scripts/variables_table.py --write    rewrite it
 
-The table sits between a start and an end marker line in the README's "Variables" section; the unit test
+The table sits between a start and an end marker line in docs/variables.md; the unit test
 tests/unit/docs/test_variables_table.py fails when it is stale, and checks the spec against the role's defaults.
 A variable's default is the spec's ``default``, else the description line that starts with "Default:", else
 "required" or "unset". Standard library and PyYAML only; run from anywhere.
@@ -22,7 +22,7 @@ import yaml
 import generated_docs  # tests/scripts, beside this file
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
-README = os.path.join(ROOT, 'README.md')
+README = os.path.join(ROOT, 'docs', 'variables.md')
 SPEC = os.path.join(ROOT, 'roles', 'gpuops', 'meta', 'argument_specs.yml')
 DEFAULTS = os.path.join(ROOT, 'roles', 'gpuops', 'defaults', 'main.yml')
 START = '<!-- generated from roles/gpuops/meta/argument_specs.yml by tests/scripts/variables_table.py -->'
@@ -41,8 +41,8 @@ def options():
 
 
 def _inline(text):
-    """Description markup (C(), V(), I()) as Markdown code."""
-    return re.sub(r'\b[CVI]\(([^)]*)\)', r'`\1`', text).replace('|', '\\|')
+    """Description markup (C(), V(), I(), O(), RV()) as Markdown code."""
+    return re.sub(r'\b(?:[CVIO]|RV)\(([^)]*)\)', r'`\1`', text).replace('|', '\\|')
 
 
 def _value(value):

@@ -4,8 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Compares a ``gpu_topology`` snapshot with a node-class profile.
 
-``CHECKS`` is the one table of checks: the module documentation, the README's
-profile table and the rollout's role ownership are generated from it or tested
+``CHECKS`` is the one table of checks: the module documentation, the profile
+table of docs/topology.md and the rollout's role ownership are generated from it or tested
 against it. A check passes only what it read: an input it could not read, or a
 GPU one output lists and another does not, is a failure whose ``actual`` is
 ``not checked``, never a silent pass.

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """The playbooks' variables are documented in one place, the argument spec of the internal role gpuops.node.gpuops:
-the README's Variables table is generated from it, the role's defaults hold exactly its defaults, and the roles the
+the Variables table of docs/variables.md is generated from it, the role's defaults hold exactly its defaults, and the roles the
 rollout defers checks for are the check module's."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type

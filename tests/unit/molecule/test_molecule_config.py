@@ -30,7 +30,7 @@ READER = os.path.join(MOLECULE, 'shared', 'tasks', 'read_report.yml')
 # where Molecule looks for its base configuration, from the repository root (LOCAL_CONFIG_SEARCH in molecule/shell.py,
 # not imported: importing molecule.shell configures the logging of the whole test run)
 LOCAL_CONFIG_SEARCH = '.config/molecule/config.yml'
-# what every platform needs on this podman (README, "Molecule on podman"); Molecule replaces the list of platforms,
+# what every platform needs on this podman (CONTRIBUTING.md, "Molecule on podman"); Molecule replaces the list of platforms,
 # so these cannot come from the base
 PODMAN_SETTINGS = {'pre_build_image': True, 'privileged': True, 'systemd': 'always', 'command': '/sbin/init'}
 # Molecule moves these provisioner keys to its ansible section (molecule/config.py, _migrate_user_config)

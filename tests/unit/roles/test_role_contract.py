@@ -33,7 +33,7 @@ CONTRACTS = {
     'sysctl': {'os_vars': ()},
     # default.yml: an OS without the driver's sources (__nvidia_driver_supported false)
     'nvidia_driver': {'os_vars_alike': ('Debian.yml', 'RedHat.yml', 'Ubuntu.yml')},
-    # the playbooks' internal role: its variables may have no fixed default, their table is the collection README's
+    # the playbooks' internal role: its variables may have no fixed default, their table is docs/variables.md
     # (tests/scripts/variables_table.py), and it reports no facts of its own
     'gpuops': {'defaults_for_all': False, 'readme': False, 'os_vars': (), 'reports': False},
 }

@@ -1,0 +1,114 @@
+# -*- coding: utf-8 -*-
+"""Render the README's table of supported platforms from the roles' meta and the Molecule scenarios.
+
+    python3 tests/scripts/platforms_table.py            exit 1 and show what differs when the table is stale
+    python3 tests/scripts/platforms_table.py --write    rewrite it
+
+One row per OS release some role declares in ``galaxy_info.platforms`` (roles/*/meta/main.yml; ``all`` is not a
+release). "Roles" lists the roles that declare it. "Tested" says how, from what the repository runs: the Molecule
+scenarios whose nodes boot that release (``localhost/gpuops-base:<suite>`` in molecule/*/molecule.yml, images
+debootstrapped from Debian), else, for releases whose
+userland the test machines cannot fetch, "not run" and where the packaging comes from. The table sits between START and END in README.md; the unit test
+tests/unit/docs/test_platforms_table.py fails when it is stale.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+
+import glob
+import os
+import re
+import sys
+
+import yaml
+
+import generated_docs  # tests/scripts, beside this file
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+README = os.path.join(ROOT, 'README.md')
+START = '<!-- generated from roles/*/meta/main.yml and molecule/*/molecule.yml by tests/scripts/platforms_table.py -->'
+END = '<!-- end of generated lines -->'
+INTERNAL = ('gpuops',)
+# release code name -> (OS, version, what else it is)
+RELEASES = {
+    ('Debian', 'bookworm'): ('Debian', '12 (bookworm)', ''),
+    ('Debian', 'trixie'): ('Debian', '13 (trixie)', ''),
+    ('Ubuntu', 'jammy'): ('Ubuntu', '22.04 (jammy)', 'DGX OS 6'),
+    ('Ubuntu', 'noble'): ('Ubuntu', '24.04 (noble)', 'DGX OS 7'),
+    ('EL', '8'): ('RHEL, Rocky, Alma', '8', ''),
+    ('EL', '9'): ('RHEL, Rocky, Alma', '9', ''),
+}
+NOT_RUN = ('not run: the test machines cannot fetch %s userland; package names and sources follow NVIDIA\'s and '
+           'the distribution\'s documentation')
+_IMAGE = re.compile(r'localhost/gpuops-base:([a-z]+)')
+
+
+def declared(roles_dir=None):
+    """(OS, release) -> the roles that declare it, in name order."""
+    roles_dir = roles_dir or os.path.join(ROOT, 'roles')
+    result = {}
+    for meta in sorted(glob.glob(os.path.join(roles_dir, '*', 'meta', 'main.yml'))):
+        role = meta.split(os.sep)[-3]
+        if role in INTERNAL:
+            continue
+        with open(meta) as handle:
+            info = (yaml.safe_load(handle) or {}).get('galaxy_info') or {}
+        for platform in info.get('platforms') or []:
+            for version in platform.get('versions') or []:
+                if str(version) == 'all':
+                    continue
+                result.setdefault((platform['name'], str(version)), []).append(role)
+    return result
+
+
+def scenarios_by_suite(molecule_dir=None):
+    """Debian suite -> the scenarios whose nodes boot it."""
+    molecule_dir = molecule_dir or os.path.join(ROOT, 'molecule')
+    result = {}
+    for path in sorted(glob.glob(os.path.join(molecule_dir, '*', 'molecule.yml'))):
+        with open(path) as handle:
+            suites = set(_IMAGE.findall(handle.read()))
+        for suite in suites:
+            result.setdefault(suite, []).append(path.split(os.sep)[-2])
+    return result
+
+
+def table(roles_dir=None, molecule_dir=None):
+    rows = declared(roles_dir)
+    by_suite = scenarios_by_suite(molecule_dir)
+    unknown = sorted(set(rows) - set(RELEASES))
+    if unknown:
+        raise ValueError('platforms_table.RELEASES does not know %s: add them' % ', '.join('%s %s' % k for k in unknown))
+    lines = ['| OS | release | also | roles | tested |', '|---|---|---|---|---|']
+    for key in sorted(rows, key=lambda k: list(RELEASES).index(k)):
+        os_name, release, also = RELEASES[key]
+        scenarios = by_suite.get(key[1]) if key[0] == 'Debian' else None
+        if scenarios:
+            tested = ('Molecule, %d scenarios on podman (systemd nodes debootstrapped from Debian, real packages): %s'
+                      % (len(scenarios), ', '.join('`%s`' % s for s in scenarios)))
+        else:
+            tested = NOT_RUN % ('an Ubuntu' if key[0] == 'Ubuntu' else 'a RHEL' if key[0] == 'EL' else 'a ' + key[0])
+        roles = 'all %d' % len(rows[key]) if len(rows[key]) == max(len(r) for r in rows.values()) else \
+            ', '.join('`%s`' % r for r in rows[key])
+        lines.append('| %s | %s | %s | %s | %s |' % (os_name, release, also or '-', roles, tested))
+    return '\n'.join(lines)
+
+
+def rendered(readme=None):
+    readme = readme or README
+    with open(readme) as handle:
+        current = handle.read()
+    if START not in current:
+        raise ValueError('%s has no line %s' % (readme, START))
+    head, rest = current.split(START, 1)
+    if END not in rest:
+        raise ValueError('%s has no line %s after %s' % (readme, END, START))
+    _old, tail = rest.split(END, 1)
+    return {readme: (current, head + START + '\n' + table() + '\n' + END + tail)}
+
+
+def stale():
+    return generated_docs.stale(rendered())
+
+
+if __name__ == '__main__':
+    sys.exit(generated_docs.main(sys.argv[1:], rendered(), ROOT))
