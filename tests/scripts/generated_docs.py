@@ -10,6 +10,23 @@ import difflib
 import os
 
 
+class MarkerError(ValueError):
+    """A document has no START ... END block for its generated lines."""
+
+
+def replace_block(text, path, start_marker, end_marker, body):
+    """``text`` with the lines between the line ``start_marker`` and the next ``end_marker`` set to ``body`` (a list
+    of lines); MarkerError, naming ``path`` and the missing line, without them."""
+    lines = text.split('\n')
+    if start_marker not in lines:
+        raise MarkerError('%s: no marker line %s (the table goes between it and %s)' % (path, start_marker, end_marker))
+    start = lines.index(start_marker)
+    if end_marker not in lines[start + 1:]:
+        raise MarkerError('%s: no %s after the marker line %s' % (path, end_marker, start_marker))
+    end = lines.index(end_marker, start + 1)
+    return '\n'.join(lines[:start + 1] + body + lines[end:])
+
+
 def stale(rendered):
     """Unified diffs of every stale document (empty when all are current)."""
     diffs = []

@@ -97,13 +97,7 @@ def rendered(readme=None):
     readme = readme or README
     with open(readme) as handle:
         current = handle.read()
-    if START not in current:
-        raise ValueError('%s has no line %s' % (readme, START))
-    head, rest = current.split(START, 1)
-    if END not in rest:
-        raise ValueError('%s has no line %s after %s' % (readme, END, START))
-    _old, tail = rest.split(END, 1)
-    return {readme: (current, head + START + '\n' + table() + '\n' + END + tail)}
+    return {readme: (current, generated_docs.replace_block(current, readme, START, END, table().split('\n')))}
 
 
 def stale():

@@ -37,8 +37,7 @@ END = '<!-- end of generated lines -->'
 _SUMMARY = re.compile(r'^(?P<name>[A-Za-z0-9_-]+): (?P<text>\S.*)$')
 
 
-class MarkerError(ValueError):
-    """The document has no START ... END block."""
+MarkerError = generated_docs.MarkerError
 
 
 class SummaryError(ValueError):
@@ -106,14 +105,7 @@ def table(molecule_dir=None, ci_plan=None):
 
 def replace_block(text, path, body):
     """``text`` with the lines between START and the next END set to ``body``; MarkerError without them."""
-    lines = text.split('\n')
-    if START not in lines:
-        raise MarkerError('%s: no marker line %s (the table goes between it and %s)' % (path, START, END))
-    start = lines.index(START)
-    if END not in lines[start + 1:]:
-        raise MarkerError('%s: no %s after the marker line %s' % (path, END, START))
-    end = lines.index(END, start + 1)
-    return '\n'.join(lines[:start + 1] + body + lines[end:])
+    return generated_docs.replace_block(text, path, START, END, body)
 
 
 def rendered(path=None, molecule_dir=None, ci_plan=None):

@@ -42,7 +42,7 @@ def test_an_unknown_release_fails(tmp_path):
 def test_a_readme_without_the_marker_fails(tmp_path):
     readme = tmp_path / 'README.md'
     readme.write_text('# nothing\n')
-    with pytest.raises(ValueError, match='has no line'):
+    with pytest.raises(ValueError, match='no marker line'):
         platforms_table.rendered(str(readme))
 
 
