@@ -65,7 +65,7 @@ def _source(meta, host, fault):
 
 
 def trees():
-    """host -> bundle tree (relative path -> bytes or bundle.Link), and the simulator profile's metadata."""
+    """host -> bundle tree (relative path -> bytes or bundle.Link)."""
     bundle, faults = _imports()
     tree = bundle.read_profile(os.path.join(ROOT, 'simulator', 'profiles', PROFILE))
     meta = bundle.load_yaml(bundle.text(tree, 'profile.yml'))
@@ -77,7 +77,7 @@ def trees():
                     if not any(rel == s or rel.startswith(s) for s in SIMULATOR_ONLY))
         kept['capture.source'] = _source(meta, host, fault)
         result[host] = kept
-    return result, meta
+    return result
 
 
 def members(host_trees):
@@ -139,14 +139,11 @@ def read_members(path):
     return sorted(result)
 
 
-def class_file(host_trees):
+def class_file():
     """(path, text) of group_vars/dgx_h100.yml: the profile playbooks/profile.yml derives from the healthy bundle."""
     from ansible_collections.gpuops.node.plugins.module_utils.topology.profile import document
-    simulator_tests = os.path.join(ROOT, 'tests', 'unit', 'simulator')
-    if simulator_tests not in sys.path:
-        sys.path.insert(0, simulator_tests)
-    from simulator.build_profiles import derive_tree
     bundle, _faults = _imports()
+    from simulator.build_profiles import derive_tree
     tree = bundle.read_profile(os.path.join(ROOT, 'simulator', 'profiles', PROFILE))
     node_class = bundle.load_yaml(bundle.text(tree, 'profile.yml'))['node_class']
     derivation = derive_tree(tree, OPTIONS)
@@ -161,8 +158,7 @@ def class_file(host_trees):
 
 def rendered():
     """path -> (current text, generated text) of the class file."""
-    host_trees, _meta = trees()
-    path, text = class_file(host_trees)
+    path, text = class_file()
     current = ''
     if os.path.exists(path):
         with open(path) as handle:
@@ -173,8 +169,7 @@ def rendered():
 def stale():
     """Diffs of the class file, and a line per archive member that differs from what is generated."""
     diffs = generated_docs.stale(rendered())
-    host_trees, _meta = trees()
-    wanted = members(host_trees)
+    wanted = members(trees())
     found = read_members(ARCHIVE)
     if found is None:
         return diffs + ['%s: missing' % os.path.relpath(ARCHIVE, ROOT)]
@@ -189,9 +184,11 @@ def stale():
 
 def main(argv):
     if '--write' in argv:
-        host_trees, _meta = trees()
-        data = archive_bytes(members(host_trees))
-        current = open(ARCHIVE, 'rb').read() if os.path.exists(ARCHIVE) else None
+        data = archive_bytes(members(trees()))
+        current = None
+        if os.path.exists(ARCHIVE):
+            with open(ARCHIVE, 'rb') as handle:
+                current = handle.read()
         if current != data:
             with open(ARCHIVE, 'wb') as handle:
                 handle.write(data)

@@ -18,7 +18,7 @@ def test_quickstart_inventory_is_current():
 
 
 def test_the_archive_is_reproducible():
-    host_trees, _meta = quickstart_inventory.trees()
+    host_trees = quickstart_inventory.trees()
     items = quickstart_inventory.members(host_trees)
     assert quickstart_inventory.archive_bytes(items) == quickstart_inventory.archive_bytes(items)
 
@@ -38,7 +38,7 @@ def test_the_archive_holds_a_bundle_per_host_and_nothing_of_the_simulator():
 
 
 def test_the_faulty_bundle_differs_from_the_healthy_one_by_its_port_only():
-    host_trees, _meta = quickstart_inventory.trees()
+    host_trees = quickstart_inventory.trees()
     good, bad = (host_trees[h] for h in quickstart_inventory.HOSTS)
     differ = sorted(rel for rel in set(good) | set(bad) if good.get(rel) != bad.get(rel))
     assert 'capture.source' in differ
