@@ -101,6 +101,8 @@ def driver_vars():
         ('gpuops_reboot_ok', True),
         ('gpuops_proc_root', PROC_ROOT),
         ('nvidia_driver_source', 'mirror'),
+        # a site pins its branch: without it a later run takes the newest branch the source offers
+        ('nvidia_driver_branch', '580'),
         ('nvidia_driver_repo_url', 'file://%s/repo/' % NODE_REPO_DIR),
         ('nvidia_driver_repo_key_url', 'file://%s/key.asc' % NODE_REPO_DIR),
         ('nvidia_driver_sysfs_root', SYSFS_ROOT),
