@@ -108,6 +108,18 @@ options:
   source:
     description: The role's source (C(distro), C(cuda_repo), C(mirror)), named in messages.
     type: str
+  family:
+    description:
+      - The node's OS family in the packaging table (C(Ubuntu), C(Debian), C(RedHat)); with it, a branch whose
+        packaging the role does not install yet (Ubuntu's names without the branch from 590) is refused, naming
+        O(branch). Unset, no such check.
+    type: str
+    choices: [Ubuntu, Debian, RedHat]
+  repository:
+    description:
+      - NVIDIA's repository for the OS (C(ubuntu2404), C(debian13), C(rhel9)); with O(source=cuda_repo), a branch it
+        does not carry (debian13 has no 580) is refused, naming O(branch). Unset, no such check.
+    type: str
   fabricmanager:
     description: C(auto) installs the fabric manager where the node has NVSwitches and removes it elsewhere.
     type: str
@@ -335,6 +347,8 @@ def main():
             extra_packages=dict(type='list', elements='dict', default=[], options=dict(
                 name=dict(type='str', required=True), versioned=dict(type='bool', default=False))),
             source=dict(type='str'),
+            family=dict(type='str', choices=['Ubuntu', 'Debian', 'RedHat']),
+            repository=dict(type='str'),
             repo_url=dict(type='str'),
             fabricmanager=dict(type='str', choices=['auto', 'present', 'absent'], default='auto'),
             kernel_module=dict(type='str', choices=['auto', 'open', 'proprietary'], default='auto'),
@@ -350,7 +364,7 @@ def main():
     params = module.params
     request = dict((k, params[k]) for k in ('packages', 'fabricmanager', 'fabricmanager_packages', 'kernel_module',
                                             'branch', 'version', 'allow_downgrade', 'force', 'source',
-                                            'extra_packages'))
+                                            'extra_packages', 'family', 'repository'))
     if params['mode'] == 'check':
         try:
             _packages, flavour, reason = check_request(request, params['facts'])

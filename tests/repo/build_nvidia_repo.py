@@ -159,29 +159,56 @@ def packages(version):
                 'no kernel module: on the simulated GPU nodes the gpuops GPU simulator plays the loaded driver.\n')
     fm_name = 'nvidia-fabricmanager' if branch >= 580 else 'nvidia-fabricmanager-%d' % branch
     fm_version = '%s-1' % upstream
+    # The relations are those of Debian's nvidia-graphics-drivers packaging, which NVIDIA's debian12 repository
+    # rebuilds (its nvidia-driver Depends "nvidia-alternative (= 550.90.12-1)", "nvidia-kernel-open-dkms (= V)", as
+    # an apt error quoted in public shows; Debian's bookworm 535.261.03-1, apt-cache show): the libraries and
+    # programs Depend on nvidia-alternative at their exact version, the DKMS packages on the GSP firmware of their
+    # upstream version and on the virtual nvidia-kernel-support--v1. Left out: what the base image cannot have and
+    # no version couples (glx-alternative-nvidia and nvidia-legacy-check, Debian contrib; nvidia-support).
+    alternative = '%s (= %s)' % ('nvidia-alternative', version)
+    firmware = 'firmware-nvidia-gsp (= %s) | firmware-nvidia-gsp-%s' % (upstream, upstream)
     return [
+        pkg('nvidia-alternative', 'non-free/libs', 'nvidia-graphics-drivers',
+            'allows the selection of NVIDIA as GLX provider',
+            files=doc('nvidia-alternative', 'Stand-in for NVIDIA\'s nvidia-alternative %s.\n' % version),
+            Provides='nvidia-alternative--kmod-alias, nvidia-alternative-%s, nvidia-alternative-any' % upstream),
+        pkg('nvidia-modprobe', 'contrib/utils', 'nvidia-modprobe', 'utility to load NVIDIA kernel modules',
+            files={'usr/bin/nvidia-modprobe': (0o755, stand_in('/usr/bin/nvidia-modprobe', 'nvidia-modprobe',
+                                                               version))}),
         pkg('libnvidia-ml1', 'non-free/libs', 'nvidia-graphics-drivers', 'NVIDIA Management Library (NVML) runtime',
+            [alternative],
             **dict(library('libnvidia-ml1', 'libnvidia-ml', 'libnvidia-ml.so (NVML)'), Multi_Arch='same')),
+        pkg('libnvidia-ptxjitcompiler1', 'non-free/libs', 'nvidia-graphics-drivers', 'NVIDIA PTX JIT Compiler library',
+            [alternative], **dict(library('libnvidia-ptxjitcompiler1', 'libnvidia-ptxjitcompiler',
+                                          'libnvidia-ptxjitcompiler.so'), Multi_Arch='same')),
+        pkg('libnvidia-pkcs11-openssl3', 'non-free/libs', 'nvidia-graphics-drivers',
+            'NVIDIA PKCS #11 Library (OpenSSL 3)', [alternative],
+            **dict(library('libnvidia-pkcs11-openssl3', 'libnvidia-pkcs11-openssl3', 'libnvidia-pkcs11-openssl3.so'),
+                   Multi_Arch='same')),
         pkg('libcuda1', 'non-free/libs', 'nvidia-graphics-drivers', 'NVIDIA CUDA Driver Library',
-            eq('libnvidia-ml1'), **dict(library('libcuda1', 'libcuda', 'libcuda.so'), Multi_Arch='same')),
+            [alternative] + eq('libnvidia-ptxjitcompiler1', 'libnvidia-pkcs11-openssl3'),
+            **dict(library('libcuda1', 'libcuda', 'libcuda.so'), Multi_Arch='same')),
         pkg('nvidia-smi', 'non-free/utils', 'nvidia-graphics-drivers', 'NVIDIA System Management Interface',
-            eq('libnvidia-ml1'),
+            [alternative] + eq('libnvidia-ml1'),
             files={'usr/bin/nvidia-smi': (0o755, stand_in(
                 '/usr/bin/nvidia-smi', 'nvidia-smi', version, ', which diverts this file and puts its own here'))}),
         pkg('nvidia-kernel-support', 'non-free/kernel', 'nvidia-graphics-drivers',
-            'NVIDIA binary kernel module support files',
-            files=doc('nvidia-kernel-support', 'Stand-in for NVIDIA\'s nvidia-kernel-support %s.\n' % version)),
+            'NVIDIA binary kernel module support files', [alternative, 'nvidia-modprobe (>= %d)' % branch],
+            files=doc('nvidia-kernel-support', 'Stand-in for NVIDIA\'s nvidia-kernel-support %s.\n' % version),
+            Provides='nvidia-kernel-support--v1, nvidia-kernel-support-any'),
         pkg('firmware-nvidia-gsp', 'non-free-firmware/kernel', 'nvidia-graphics-drivers', 'NVIDIA GSP firmware',
             files=dict(('usr/lib/firmware/nvidia/%s/%s' % (upstream, fw),
                         (0o644, placeholder('GSP firmware ' + fw, 'firmware-nvidia-gsp', version)))
-                       for fw in ('gsp_ga10x.bin', 'gsp_tu10x.bin'))),
+                       for fw in ('gsp_ga10x.bin', 'gsp_tu10x.bin')),
+            Provides='firmware-nvidia-gsp (= %s), firmware-nvidia-gsp-%s' % (upstream, upstream)),
         pkg('nvidia-kernel-dkms', 'non-free/kernel', 'nvidia-graphics-drivers',
-            'NVIDIA binary kernel module DKMS source',
-            eq('nvidia-kernel-support', 'firmware-nvidia-gsp'),
-            files=doc('nvidia-kernel-dkms', dkms_doc % ('nvidia-kernel-dkms', version))),
+            'NVIDIA binary kernel module DKMS source', [firmware, 'nvidia-kernel-support--v1'],
+            files=doc('nvidia-kernel-dkms', dkms_doc % ('nvidia-kernel-dkms', version)),
+            Provides='nvidia-kernel-%s, nvidia-kernel-dkms-any (= %s)' % (upstream, upstream)),
         pkg('nvidia-kernel-open-dkms', 'contrib/kernel', 'nvidia-open-gpu-kernel-modules',
-            'NVIDIA open kernel module DKMS source', eq('nvidia-kernel-support', 'firmware-nvidia-gsp'),
-            files=doc('nvidia-kernel-open-dkms', dkms_doc % ('nvidia-kernel-open-dkms', version))),
+            'NVIDIA open kernel module DKMS source', [firmware, 'nvidia-kernel-support--v1'],
+            files=doc('nvidia-kernel-open-dkms', dkms_doc % ('nvidia-kernel-open-dkms', version)),
+            Provides='nvidia-open-kernel-%s, nvidia-open-kernel-dkms-any (= %s)' % (upstream, upstream)),
         pkg('nvidia-driver-cuda', 'non-free/utils', 'nvidia-graphics-drivers',
             'NVIDIA driver CUDA integration components',
             eq('nvidia-smi', 'libcuda1'),

@@ -15,6 +15,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible_collections.gpuops.node.plugins.module_utils.node import nvidia_pci
+from ansible_collections.gpuops.node.plugins.module_utils.plans import nvidia_packaging
 from ansible_collections.gpuops.node.plugins.module_utils import versions as V
 from ansible_collections.gpuops.node.plugins.module_utils.node.packages import upstream
 
@@ -145,9 +146,28 @@ def check_request(request, facts):
     if version and branch and V.branch_of(version) != branch:
         raise PlanError('nvidia_driver_version', '%s is not in nvidia_driver_branch %s' % (version, branch))
     target_branch = branch or (V.branch_of(version) if version else None)
+    check_packaging(request, target_branch)
     packages = expand_packages(packages, target_branch, request.get('source'))
     flavour, reason = choose_flavour(request['kernel_module'], (facts or {}).get('pci_gpus'), target_branch)
     return packages, flavour, reason
+
+
+def check_packaging(request, branch):
+    """Refuse a branch the packaging table says the source cannot give (plans/nvidia_packaging.py): one NVIDIA's
+    repository for the OS does not carry (``cuda_repo`` only: a site mirror says itself what it offers), or one
+    whose packaging the role does not install yet. Without ``family``, ``repository`` or a branch, nothing to say."""
+    if branch is None:
+        return
+    source = request.get('source')
+    repo = nvidia_packaging.repository(request.get('repository')) if request.get('repository') else None
+    if source == 'cuda_repo' and repo is not None and repo.min_branch and int(branch) < repo.min_branch:
+        raise PlanError('nvidia_driver_branch', "NVIDIA's %s repository carries no %s driver, only branches %d and "
+                        'later (%s); choose one of those, or use a source that has %s'
+                        % (repo.os, branch, repo.min_branch, repo.note, branch))
+    row = nvidia_packaging.driver_row(request.get('family'), source, int(branch)) if request.get('family') else None
+    if row is not None and not row.supported:
+        raise PlanError('nvidia_driver_branch', 'branch %s from %s on %s: %s; choose an earlier branch'
+                        % (branch, source, request.get('family'), row.gap))
 
 
 def guard_processes(facts, current_version, action):
@@ -186,6 +206,7 @@ def plan(request, node):
                             'nvidia_driver_version' if version else 'nvidia_driver_branch' if branch
                             else 'nvidia_driver_source')
     target_version = upstream(target)
+    check_packaging(request, V.branch_of(target_version))
     if flavour == 'open' and int(V.branch_of(target_version) or 0) < OPEN_SINCE_BRANCH:
         raise PlanError('nvidia_driver_kernel_module', 'open kernel modules start with branch %d, the source offers %s'
                         % (OPEN_SINCE_BRANCH, target_version))

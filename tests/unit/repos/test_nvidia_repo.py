@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from repo_paths import REPO as ROOT
 
@@ -23,13 +24,21 @@ pytestmark = pytest.mark.skipif(bool(MISSING), reason='needs %s (Debian: apt-uti
 
 C_LOCALE = dict(os.environ, LC_ALL='C')  # the checks read English messages
 OLD, NEW = '580.126.20-1', '580.159.04-1'
-NAMES = ['firmware-nvidia-gsp', 'libcuda1', 'libnvidia-ml1', 'nvidia-driver-cuda', 'nvidia-fabricmanager',
-         'nvidia-kernel-dkms', 'nvidia-kernel-open-dkms', 'nvidia-kernel-support', 'nvidia-persistenced', 'nvidia-smi']
+NAMES = ['firmware-nvidia-gsp', 'libcuda1', 'libnvidia-ml1', 'libnvidia-pkcs11-openssl3', 'libnvidia-ptxjitcompiler1',
+         'nvidia-alternative', 'nvidia-driver-cuda', 'nvidia-fabricmanager', 'nvidia-kernel-dkms',
+         'nvidia-kernel-open-dkms', 'nvidia-kernel-support', 'nvidia-modprobe', 'nvidia-persistenced', 'nvidia-smi']
+# Debian's relations (nvidia-graphics-drivers, which NVIDIA's debian12 repository rebuilds): {v} the package version,
+# {u} the upstream version
+ALTERNATIVE = 'nvidia-alternative (= {v})'
 DEPENDS = {
-    'libcuda1': 'libnvidia-ml1 (= {v})',
-    'nvidia-smi': 'libnvidia-ml1 (= {v})',
-    'nvidia-kernel-dkms': 'nvidia-kernel-support (= {v}), firmware-nvidia-gsp (= {v})',
-    'nvidia-kernel-open-dkms': 'nvidia-kernel-support (= {v}), firmware-nvidia-gsp (= {v})',
+    'libnvidia-ml1': ALTERNATIVE,
+    'libnvidia-ptxjitcompiler1': ALTERNATIVE,
+    'libnvidia-pkcs11-openssl3': ALTERNATIVE,
+    'libcuda1': ALTERNATIVE + ', libnvidia-ptxjitcompiler1 (= {v}), libnvidia-pkcs11-openssl3 (= {v})',
+    'nvidia-smi': ALTERNATIVE + ', libnvidia-ml1 (= {v})',
+    'nvidia-kernel-support': ALTERNATIVE + ', nvidia-modprobe (>= 580)',
+    'nvidia-kernel-dkms': 'firmware-nvidia-gsp (= {u}) | firmware-nvidia-gsp-{u}, nvidia-kernel-support--v1',
+    'nvidia-kernel-open-dkms': 'firmware-nvidia-gsp (= {u}) | firmware-nvidia-gsp-{u}, nvidia-kernel-support--v1',
     'nvidia-driver-cuda': 'nvidia-smi (= {v}), libcuda1 (= {v})',
     'nvidia-persistenced': 'libnvidia-ml1 (= {v}), adduser',
     'nvidia-fabricmanager': 'libc6 (>= 2.2.1)',
@@ -111,7 +120,7 @@ def test_packages_index(repo):
         assert s['Architecture'] == 'amd64'
         assert s['Maintainer'] == 'gpuops.node test repository <repo@gpuops.invalid>'
         assert s['Priority'] == 'optional' and s['Section'] and s['Source']
-        assert s.get('Depends', '') == DEPENDS.get(s['Package'], '').format(v=v)
+        assert s.get('Depends', '') == DEPENDS.get(s['Package'], '').format(v=v, u=v.rsplit('-', 1)[0])
         assert s['Filename'] == './%s_%s_amd64.deb' % (s['Package'], v)
         assert sha256(os.path.join(str(repo), 'repo', s['Filename'])) == s['SHA256']
         assert 'stand-in' in s['Description'] and "NVIDIA's package %s %s" % (s['Package'], v) in ' '.join(
@@ -234,6 +243,18 @@ def test_apt_accepts_it_and_couples_versions(repo, tmp_path):
     old = install(*('%s=%s' % (name, OLD) for name in closure))
     assert old.returncode == 0, old.stdout
     assert all('(%s ' % OLD in l for l in old.stdout.splitlines() if l.startswith('Inst '))
+    # the nvidia_driver role's list for this repository (vars/Debian.yml) is that closure: an older version installs
+    with open(os.path.join(ROOT, 'roles', 'nvidia_driver', 'vars', 'Debian.yml')) as handle:
+        role = yaml.safe_load(handle)['__nvidia_driver_sources']['cuda_repo']
+    for flavour in ('open', 'proprietary'):
+        names = role['packages'][flavour] + [role['persistenced']['name']]
+        pinned = install(*('%s=%s' % (name, OLD) for name in names))
+        assert pinned.returncode == 0, (flavour, pinned.stdout)
+    # leaving one out (the list before the repository had Debian's relations) breaks the install, as on NVIDIA's
+    short = [n for n in role['packages']['open'] if n not in ('nvidia-alternative', 'libnvidia-ptxjitcompiler1')]
+    broken = install(*('%s=%s' % (name, OLD) for name in short))
+    assert broken.returncode != 0 and 'Depends: nvidia-alternative (= %s) but %s is to be installed' % (OLD, NEW) in (
+        broken.stdout)
     mixed = install('nvidia-smi=' + OLD, 'libnvidia-ml1=' + NEW)
     assert mixed.returncode != 0 and 'Depends: libnvidia-ml1 (= %s)' % OLD in mixed.stdout
     # proprietary and open DKMS packages: co-installable (NVIDIA's Conflicts, if any, unconfirmed)

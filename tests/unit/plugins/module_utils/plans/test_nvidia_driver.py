@@ -213,3 +213,32 @@ def test_make_log_errors():
     assert parsers_dkms.build_errors(log) == ["nvidia/nv-pci.c:123:13: error: implicit declaration of function 'pci_resize_resource'"]
     assert parsers_dkms.build_errors('make[1]: *** [Makefile:1: all] Error 2\n') == ['make[1]: *** [Makefile:1: all] Error 2']
     assert parsers_dkms.build_errors('all good\n') == []
+
+
+# The packaging table (plans/nvidia_packaging.py) refuses what the source cannot give, naming the branch.
+@pytest.mark.parametrize('kw, available, words', [
+    ({'source': 'cuda_repo', 'family': 'Debian', 'repository': 'debian13', 'branch': '580'}, (OLD, NEW),
+     "NVIDIA's debian13 repository carries no 580 driver"),
+    ({'source': 'cuda_repo', 'family': 'Debian', 'repository': 'debian13', 'version': '580.126.20'}, (OLD, NEW),
+     'only branches 590 and later'),
+    ({'source': 'cuda_repo', 'family': 'Ubuntu', 'repository': 'ubuntu2404', 'branch': '590'}, ('590.48.01-1ubuntu1',),
+     'names without the branch'),
+    # with no branch asked, the newest the source offers is checked too
+    ({'source': 'mirror', 'family': 'Ubuntu', 'repository': 'ubuntu2404'}, ('580.159.04-1ubuntu1', '595.71.05-1ubuntu1'),
+     'branch 595 from mirror on Ubuntu'),
+])
+def test_packaging_refusals(kw, available, words):
+    with pytest.raises(PlanError) as info:
+        plan(request(**kw), node(available=available))
+    assert info.value.variable == 'nvidia_driver_branch'
+    assert words in str(info.value)
+
+
+def test_packaging_allows_what_the_source_gives():
+    # a site mirror may carry 580 on Debian 13 (it says itself what it offers); Debian 12's repository has 580
+    assert plan(request(source='mirror', family='Debian', repository='debian13', branch='580'),
+                node())['target_version'] == '580.159.04'
+    assert plan(request(source='cuda_repo', family='Debian', repository='debian12', branch='580'),
+                node())['target_version'] == '580.159.04'
+    assert plan(request(source='cuda_repo', family='Ubuntu', repository='ubuntu2404', branch='580'),
+                node(available=('580.159.04-1ubuntu1',)))['target_version'] == '580.159.04'

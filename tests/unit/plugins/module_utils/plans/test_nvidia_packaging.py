@@ -1,0 +1,96 @@
+# -*- coding: utf-8 -*-
+"""The one table of NVIDIA's packaging (plans/nvidia_packaging.py): complete, every row sourced, and the
+nvidia_driver role's variables in agreement with it for every OS, source and branch the role installs.
+
+What it cannot prove: that the rows are NVIDIA's packaging today. They are what the cited documents, NVIDIA's own
+installers and the quoted real metadata say; the sources marked "likely" are third parties quoting real output."""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+
+import pytest
+import yaml
+
+from repo_paths import REPO
+
+from ansible_collections.gpuops.node.plugins.module_utils.plans import nvidia_packaging as P
+from ansible_collections.gpuops.node.plugins.module_utils.plans.nvidia_driver import fabricmanager_name
+
+VARS = os.path.join(REPO, 'roles', 'nvidia_driver', 'vars')
+FAMILY_VARS = {'Ubuntu': 'Ubuntu.yml', 'Debian': 'Debian.yml', 'RedHat': 'RedHat.yml'}
+# NVIDIA's datacenter driver branches since 450 (and two to come): every one falls in exactly one row
+BRANCHES = (450, 460, 470, 510, 515, 520, 525, 530, 535, 545, 550, 555, 560, 565, 570, 575, 580, 590, 595, 610, 615,
+            620, 700)
+
+
+def _role_vars(family):
+    with open(os.path.join(VARS, FAMILY_VARS[family])) as handle:
+        return yaml.safe_load(handle)
+
+
+def test_every_row_and_repository_cites_known_sources():
+    for row in P.DRIVER + P.REPOSITORIES:
+        assert row.sources, row
+        assert set(row.sources) <= set(P.SOURCES), row
+    for key, (sureness, text) in P.SOURCES.items():
+        assert sureness in ('confirmed', 'likely'), key
+        assert len(text) > 40, key
+    used = set(s for row in P.DRIVER + P.REPOSITORIES for s in row.sources)
+    assert sorted(set(P.SOURCES) - used) == [], 'sources no row cites'
+
+
+def test_branch_ranges_cover_every_branch_once():
+    for family in FAMILY_VARS:
+        for source in ('distro', 'cuda_repo'):
+            rows = [r for r in P.DRIVER if r.family == family and r.source == source]
+            for branch in BRANCHES:
+                found = [r for r in rows if r.branches[0] <= branch and (r.branches[1] is None or branch <= r.branches[1])]
+                assert len(found) == (1 if rows else 0), (family, source, branch)
+
+
+@pytest.mark.parametrize('family', sorted(FAMILY_VARS))
+def test_the_roles_packages_are_the_tables(family):
+    sources = _role_vars(family)['__nvidia_driver_sources']
+    for source, spec in sources.items():
+        for branch in BRANCHES:
+            row = P.driver_row(family, source, branch)
+            assert row is not None, (family, source, branch)
+            if not row.supported:
+                assert row.gap, row
+                continue
+            role_packages = dict((f, tuple(n)) for f, n in spec['packages'].items())
+            assert role_packages == dict(row.packages), (family, source, branch)
+            assert spec['persistenced']['name'] == row.persistenced, (family, source)
+            assert fabricmanager_name(spec['fabricmanager'], str(branch)) == P.by_branch(row.fabricmanager, branch), (
+                family, source, branch)
+
+
+def test_the_roles_repository_keys_are_the_tables():
+    expected = dict((r.os, r.key) for r in P.REPOSITORIES)
+    found = {}
+    for family in FAMILY_VARS:
+        role = _role_vars(family)
+        assert role['__nvidia_driver_cuda_repo_key'] == '{{ __nvidia_driver_cuda_repo_keys[__nvidia_driver_cuda_repo_os] }}'
+        found.update(role['__nvidia_driver_cuda_repo_keys'])
+    assert found == expected
+
+
+def test_the_fabric_manager_changes_name_at_580_on_rhel():
+    row = P.driver_row('RedHat', 'cuda_repo', 580)
+    assert P.by_branch(row.fabricmanager, 580) == 'nvidia-fabricmanager'
+    assert P.by_branch(row.fabricmanager, 575) == 'nvidia-fabric-manager'
+    assert P.by_branch(row.fabricmanager, 450) == 'nvidia-fabricmanager-450'
+
+
+def test_ubuntu_drops_the_branch_from_its_names_at_590():
+    assert P.driver_row('Ubuntu', 'cuda_repo', 580).packages['open'][0] == 'nvidia-dkms-{branch}-open'
+    row = P.driver_row('Ubuntu', 'mirror', 590)
+    assert row.packages['open'][0] == 'nvidia-dkms-open' and not row.supported
+    assert 'pinning' in row.pinning
+
+
+def test_debian13_has_its_own_key_and_no_580():
+    repo = P.repository('debian13')
+    assert repo.key == '8793F200.pub' and repo.fingerprint.endswith('8793F200') and repo.min_branch == 590
+    assert P.repository('debian12').min_branch is None
