@@ -37,15 +37,22 @@ def _branches(row):
     return 'up to %d' % high if low == 0 else '%d to %d' % (low, high)
 
 
+def _span(since, previous):
+    """The branches a name is used for: from its since_branch to the branch before the next (newer) name's."""
+    if previous is None:
+        return 'from %d' % since if since else 'all'
+    if since:
+        return '%d to %d' % (since, previous - 5)
+    return 'before %d' % previous
+
+
 def _by_branch(entries):
     if not entries:
         return '-'
     parts, previous = [], None
     for entry in entries:
         since = entry['since_branch']
-        span = ('from %d' % since if previous is None else '%d to %d' % (since, previous - 5)) if since else (
-            'before %d' % previous if previous is not None else 'all')
-        parts.append('`%s` (%s)' % (entry['name'], span))
+        parts.append('`%s` (%s)' % (entry['name'], _span(since, previous)))
         previous = since
     return ', '.join(parts)
 
