@@ -211,9 +211,12 @@ demo: host collection-link
 # tool is missing, and podman's runtime set to runc (crun fails on hybrid cgroup hosts).
 # prometheus: for promtool, which checks and tests the dcgm role's alert rules (make units)
 # chromium: the headless browser that renders the rack report page (make browser)
+# dnf, dnf-plugins-core, rpm, createrepo-c: a modular stand-in of NVIDIA's RHEL repository, read by a real dnf
+# in an --installroot (tests/unit/repos/test_rhel_repo.py)
 HOST_APT_PACKAGES := podman runc debootstrap make rsync git shellcheck util-linux python3 python3-venv ca-certificates tar \
-                     apt-utils gpg prometheus chromium
-HOST_TOOLS := podman runc debootstrap rsync git shellcheck flock python3 apt-ftparchive gpg promtool chromium
+                     apt-utils gpg prometheus chromium dnf dnf-plugins-core rpm createrepo-c
+HOST_TOOLS := podman runc debootstrap rsync git shellcheck flock python3 apt-ftparchive gpg promtool chromium \
+              dnf rpmbuild createrepo_c
 
 host:
 	@missing=""; \

@@ -108,6 +108,12 @@ options:
   source:
     description: The role's source (C(distro), C(cuda_repo), C(mirror)), named in messages.
     type: str
+  repo_id:
+    description:
+      - The dnf repository the driver comes from (dnf only). Its versions are read with its modular filtering off
+        (C(module_hotfixes)), so that every branch it carries counts, not only the enabled or default stream's;
+        C(plan.module_stream) then names the stream of the target's branch to enable. Unset, dnf's own view.
+    type: str
   family:
     description:
       - The node's OS family in the packaging table (C(Ubuntu), C(Debian), C(RedHat)); with it, a branch whose
@@ -213,6 +219,12 @@ plan:
     fabricmanager:
       description: C(wanted), C(package), C(package_version) and C(nvswitch_count).
       type: dict
+    module_stream:
+      description:
+        - On a modular dnf repository (NVIDIA's RHEL 8/9 ones), the stream the target needs (C(module), C(stream),
+          as C(nvidia-driver) and C(580-open)), the stream enabled now (C(enabled)) and C(change), C(none),
+          C(enable) or C(switch) (reset the module, then enable). Null on apt, and where no repository has the module.
+      type: dict
 installed:
   description: Installed packages among those the plan considers, name to package version.
   returned: always
@@ -254,8 +266,10 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.node.plugins.module_utils import command
 from ansible_collections.gpuops.node.plugins.module_utils.parsers import dkms as parsers_dkms
+from ansible_collections.gpuops.node.plugins.module_utils.parsers import dnf_module as parsers_dnf_module
 from ansible_collections.gpuops.node.plugins.module_utils.node import packages as node_packages
 from ansible_collections.gpuops.node.plugins.module_utils import versions as V
+from ansible_collections.gpuops.node.plugins.module_utils.plans import nvidia_packaging
 from ansible_collections.gpuops.node.plugins.module_utils.plans.nvidia_driver import (
     PlanError, check_request, expand_packages, fabricmanager_name, plan)
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
@@ -265,8 +279,9 @@ BOOT = '/boot'
 
 
 class PackageManager(object):
-    def __init__(self, module):
+    def __init__(self, module, repo_id=None):
         self.module = module
+        self.repo_id = repo_id
         self.apt = module.get_bin_path('apt-cache') is not None and module.get_bin_path('dpkg-query') is not None
         if not self.apt and module.get_bin_path('rpm') is None:
             module.fail_json(msg='neither apt/dpkg nor rpm/dnf found on the node')
@@ -278,9 +293,24 @@ class PackageManager(object):
     def available(self, package, origin=None):
         if self.apt:
             return node_packages.parse_madison(self.run(['apt-cache', 'madison', package])[1], package, origin)
-        _rc, out = self.run(['dnf', '-q', 'repoquery', '--available', '--qf',
-                             '%{name} %{epoch}:%{version}-%{release}', package])
+        hotfixes = ['--setopt=%s.module_hotfixes=true' % self.repo_id] if self.repo_id else []
+        _rc, out = self.run(['dnf', '-q', 'repoquery', '--available'] + hotfixes
+                            + ['--qf', '%{name} %{epoch}:%{version}-%{release}', package])
         return node_packages.parse_repoquery(out, package)
+
+    def module_streams(self, name):
+        """The ``dnf module list`` rows of module ``name`` (None on apt; empty when no repository has it)."""
+        if self.apt:
+            return None
+        result = command.check(self.module, ['dnf', '-q', 'module', 'list', name], allowed=(0, 1))
+        if result.rc == 1:
+            if parsers_dnf_module.NO_MODULES in (result.err or '') + (result.out or ''):
+                return []
+            self.module.fail_json(msg=command.failure(result))
+        try:
+            return parsers_dnf_module.parse_module_list(result.out, name)
+        except ParseError as exc:
+            self.module.fail_json(msg=str(exc))
 
     def installed(self, names):
         if not names:
@@ -290,7 +320,9 @@ class PackageManager(object):
             _rc, out = self.run(['dpkg-query', '-W', '-f=${Package}\t${Version}\t${db:Status-Abbrev}\n'] + names,
                                 allow=(0, 1))
             return node_packages.parse_dpkg_status(out)
-        _rc, out = self.run(['rpm', '-q', '--qf', '%{NAME} %{EPOCH}:%{VERSION}-%{RELEASE}\n'] + names, allow=(0, 1))
+        # rpm -q exits with the number of the packages it does not know (each named on standard output)
+        _rc, out = self.run(['rpm', '-q', '--qf', '%{NAME} %{EPOCH}:%{VERSION}-%{RELEASE}\n'] + names,
+                            allow=tuple(range(min(len(names), 255) + 1)))
         return node_packages.parse_rpm_installed(out)
 
     def held(self):
@@ -347,6 +379,7 @@ def main():
             extra_packages=dict(type='list', elements='dict', default=[], options=dict(
                 name=dict(type='str', required=True), versioned=dict(type='bool', default=False))),
             source=dict(type='str'),
+            repo_id=dict(type='str'),
             family=dict(type='str', choices=['Ubuntu', 'Debian', 'RedHat']),
             repository=dict(type='str'),
             repo_url=dict(type='str'),
@@ -371,7 +404,7 @@ def main():
         except PlanError as exc:
             module.fail_json(msg=str(exc), variable=exc.variable)
         module.exit_json(changed=False, plan={'kernel_module': flavour, 'kernel_module_reason': reason})
-    manager = PackageManager(module)
+    manager = PackageManager(module, params['repo_id'])
     branch = params['branch'] or (params['version'] or '').split('.')[0] or None
     try:
         packages = expand_packages(params['packages'], branch, params['source'])
@@ -395,6 +428,8 @@ def main():
     origin = params['repo_url'] or None
     available = dict((flavour, manager.available(packages[flavour][0], origin)) for flavour in ('open', 'proprietary'))
     node = {'facts': params['facts'], 'installed': installed, 'held': held, 'available': available}
+    stream = nvidia_packaging.RHEL_STREAMS['module'] if params['family'] == 'RedHat' else None
+    node['module_streams'] = manager.module_streams(stream) if stream else None
     try:
         if params['fabricmanager_packages']:
             # the fabric manager's name can carry the branch: read what the source offers for every branch offered

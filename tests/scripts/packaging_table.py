@@ -91,7 +91,7 @@ def page():
         lines.append('| %s | `%s` | %s | %s | %s | `%s` | %s | %s | %s | %s | %s | %s |' % (
             FAMILIES[row.family], row.source, _branches(row), _code(row.packages['open']),
             _code(row.packages['proprietary']), row.persistenced, _by_branch(row.fabricmanager), _by_branch(row.nscq),
-            _by_branch(row.imex), _cell(row.pinning or row.stream or '-'),
+            _by_branch(row.imex), _cell(row.pinning or P.stream_text(row.stream) or '-'),
             ('yes' if row.supported else '**no**') + ('; not yet: ' + _cell(row.gap) if row.gap else ''),
             ', '.join('[%s](#%s)' % (s, s) for s in row.sources)))
     lines += ['', '## Sources', '']

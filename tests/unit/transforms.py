@@ -76,3 +76,25 @@ def invalid_utf8(data, after=b'\n'):
     """Bytes with an invalid UTF-8 sequence (``\\xff\\xfe``) after the first ``after``."""
     at = data.index(after) + len(after)
     return data[:at] + b'\xff\xfe' + data[at:]
+
+
+_PROMPT_RE = re.compile(r'^(?:\$ |# |\[[^\]]*\][#$] )(?:sudo )?(?P<command>.*?)\s*$')
+
+
+def command_output(text, command, occurrence=-1):
+    """What one command printed in a pasted terminal session: the lines after the prompt line that runs
+    ``command`` (``$ sudo dnf module list nvidia-driver``, ``# ...``, ``[root@host ~]# ...``; ``sudo`` dropped)
+    up to the next prompt line; ``occurrence`` chooses among several runs (the last by default)."""
+    runs, current = [], None
+    for line in text.split('\n'):
+        match = _PROMPT_RE.match(line)
+        if match:
+            current = [] if match.group('command') == command else None
+            if current is not None:
+                runs.append(current)
+            continue
+        if current is not None:
+            current.append(line)
+    if not runs:
+        raise ValueError('no prompt line runs %r' % command)
+    return '\n'.join(runs[occurrence])

@@ -170,6 +170,34 @@ def check_packaging(request, branch):
                         % (branch, source, request.get('family'), row.gap))
 
 
+def choose_stream(request, flavour, branch, rows):
+    """The module stream a modular repository (NVIDIA's RHEL 8/9 repositories) must have enabled for the target:
+    {module, stream, enabled, change} with change ``none``, ``enable`` (no stream enabled) or ``switch`` (another
+    stream enabled or the module disabled: reset, then enable). ``rows`` are ``dnf module list`` rows (None: not a
+    dnf node; empty: no repository has the module, as RHEL 10 or a mirror without module metadata: nothing to
+    enable). The target branch's own stream is enabled, never ``open-dkms`` or ``latest-dkms``, which follow the
+    newest branch."""
+    if rows is None:
+        return None
+    row = nvidia_packaging.driver_row(request.get('family'), request.get('source'), int(branch))
+    wanted = nvidia_packaging.module_stream(row, flavour, branch)
+    module = wanted[0] if wanted else None
+    own = [r for r in rows if r['name'] == module]
+    if not own:
+        return None
+    streams = sorted(set(r['stream'] for r in own))
+    if wanted[1] not in streams:
+        raise PlanError('nvidia_driver_branch' if request.get('branch') or request.get('version')
+                        else 'nvidia_driver_kernel_module',
+                        'the %s module of the repository has no stream %s (the %s kernel modules of branch %s); it '
+                        'offers %s' % (module, wanted[1], flavour, branch, ', '.join(streams)))
+    enabled = sorted(set(r['stream'] for r in own if r['enabled']))
+    disabled = any(r['disabled'] for r in own)
+    change = 'none' if enabled == [wanted[1]] and not disabled else (
+        'enable' if not enabled and not disabled else 'switch')
+    return {'module': module, 'stream': wanted[1], 'enabled': enabled[0] if enabled else None, 'change': change}
+
+
 def guard_processes(facts, current_version, action):
     """Refuse to change a driver that is in use: GPU processes run, or a module is loaded and nvidia-smi cannot say
     which processes run (a version mismatch, a wedged GPU). A driver this source did not install counts too."""
@@ -226,6 +254,7 @@ def plan(request, node):
                         'nvidia_driver_allow_downgrade: true' % (current_version, target_version))
     if action != 'none' and not request.get('force'):
         guard_processes(facts, current_version, action)
+    stream = choose_stream(request, flavour, V.branch_of(target_version), node.get('module_streams'))
     fabric = fabricmanager(request, facts, node, target_version)
     fm_install, fm_remove = fabricmanager_changes(fabric, installed)
     extra_install, extra_hold = extras(request.get('extra_packages'), installed, target, action)
@@ -246,6 +275,7 @@ def plan(request, node):
         'unhold': sorted(touched & set(node.get('held') or [])),
         'hold': list(names) + extra_hold + ([fabric['package']] if fabric.get('wanted') else []),
         'fabricmanager': fabric,
+        'module_stream': stream,
         'loaded_version': facts.get('driver_version') if facts.get('kernel_module') else None,
     }
     return result

@@ -135,6 +135,11 @@ _DEBIAN_REPO_COMMON = ('nvidia-kernel-support', 'firmware-nvidia-gsp', 'nvidia-d
 _DEBIAN_REPO = {'open': ('nvidia-kernel-open-dkms',) + _DEBIAN_REPO_COMMON,
                 'proprietary': ('nvidia-kernel-dkms',) + _DEBIAN_REPO_COMMON}
 
+# NVIDIA's modular RHEL 8/9 repositories: the module and the stream of a branch per kernel module flavour. Only the
+# default stream's packages (open-dkms, the newest branch) are visible to dnf until a branch's stream is enabled, and
+# each branch stream lists every version of its branch (guide-rhel, gdc-rhel, hpc-rhel, rhel-streams).
+RHEL_STREAMS = {'module': 'nvidia-driver', 'open': '{branch}-open', 'proprietary': '{branch}-dkms'}
+
 DRIVER = (
     Driver('Ubuntu', 'distro', (0, None),
            {'open': ('nvidia-dkms-{branch}-server-open', 'nvidia-headless-{branch}-server-open',
@@ -179,8 +184,7 @@ DRIVER = (
             {'name': 'nvidia-fabricmanager-{branch}', 'since_branch': 0}),
            ({'name': 'libnvidia-nscq', 'since_branch': 580}, {'name': 'libnvidia-nscq-{branch}', 'since_branch': 0}),
            ({'name': 'nvidia-imex', 'since_branch': 580}, {'name': 'nvidia-imex-{branch}', 'since_branch': 550}),
-           None, 'nvidia-driver:{branch}-open (open), nvidia-driver:{branch}-dkms (proprietary)', True,
-           'the module stream is not enabled: only the default stream (open-dkms) is visible to dnf',
+           None, RHEL_STREAMS, True, '',
            ('guide-rhel', 'gdc-rhel', 'hpc-rhel', 'rhel-fm-names', 'rhel-streams')),
 )
 
@@ -202,6 +206,21 @@ def driver_row(family, source, branch):
         if row.family == family and row.source == source and branch >= low and (high is None or branch <= high):
             return row
     return None
+
+
+def module_stream(row, flavour, branch):
+    """(module, stream) that ``row`` (a DRIVER row) enables for ``flavour`` and ``branch``, or None without one."""
+    if not row or not row.stream:
+        return None
+    return row.stream['module'], row.stream[flavour].format(branch=branch)
+
+
+def stream_text(stream):
+    """The stream of a DRIVER row as docs/packaging.md shows it."""
+    if not stream:
+        return None
+    return '%s:%s (open), %s:%s (proprietary)' % (stream['module'], stream['open'], stream['module'],
+                                                   stream['proprietary'])
 
 
 def by_branch(entries, branch):

@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+# -*- coding: utf-8 -*-
+"""Build a tiny local stand-in of NVIDIA's CUDA RHEL 9 x86_64 repository.
+
+It contains no NVIDIA content: every package only ships one small text file.
+What it imitates is the *metadata*:
+
+  * driver packages at epoch 3, release 1.el9 (nvidia-driver-3:580.126.20-1.el9.x86_64),
+    kmod-nvidia-open-dkms / nvidia-kmod-common as noarch, kmod-nvidia-latest-dkms as x86_64;
+  * nvidia-fabricmanager without epoch and without dist tag (nvidia-fabricmanager-580.126.20-1.x86_64);
+  * exact-version Requires between the packages (like NVIDIA's specs);
+  * a modules.yaml in the layout of NVIDIA/cuda-repo-management genmodules.py
+    (document: modulemd, version: 2, name: nvidia-driver, summary "Nvidia driver for <stream> branch",
+    profiles default/src/fm/ks, artifacts "<name>-<epoch>:<ver>-<rel>.<arch>", every version of the
+    branch listed in its streams) and a modulemd-defaults document (default stream open-dkms,
+    "<stream>: [default]" for every stream), added with modifyrepo_c.
+
+Needs: rpmbuild (Debian package "rpm"), createrepo_c and modifyrepo_c (Debian package "createrepo-c").
+Output is deterministic (same bytes on every run with the same options).
+
+Usage: python3 tests/repo/build_rhel_repo.py --out DIR [--kmod-artifacts all|latest] [--fm-non-modular]
+
+What it cannot prove: NVIDIA's real modules.yaml, which is not public; the layout is the public generator's
+(NVIDIA/cuda-repo-management@2944b7a4 genmodules.py), with every kmod and fabric manager version of a branch
+listed in its streams, as the real repository's behaviour suggests (a fresh host cannot install
+kmod-nvidia-latest-dkms while open-dkms is the default: ComputeCanada/puppet-magic_castle#374). No precompiled
+streams, no scriptlets, no signatures (the repository is read with gpgcheck off).
+"""
+import argparse
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+SOURCE_DATE_EPOCH = 1767225600  # 2026-01-01 00:00:00 UTC
+MODULE_VERSION = "20260101000000"  # genmodules.py uses now().strftime("%Y%m%d%H%M%S")
+EPOCH = 3
+DIST = ".el9"
+DISTRO = "el9"
+ARCH = "x86_64"
+VERSIONS = ["580.126.20", "580.159.04", "590.48.01"]
+DEFAULT_STREAM = "open-dkms"
+
+# Packages built from the "nvidia-driver" spec (same epoch/version/release).
+# name -> (arch, list of Requires, list of Provides, list of Conflicts)
+# %{evr} = 3:V-1.el9, %{ev} = 3:V   (NVIDIA's specs use both forms)
+DRIVER_PKGS = {
+    "nvidia-driver": (ARCH, ["nvidia-kmod-common = %{ev}", "libnvidia-ml = %{evr}"], [], []),
+    "nvidia-driver-cuda": (ARCH, ["nvidia-driver = %{evr}", "nvidia-persistenced = %{evr}",
+                                  "libnvidia-ml = %{evr}"], [], []),
+    "libnvidia-ml": (ARCH, ["nvidia-kmod-common = %{ev}"], [], []),
+    "nvidia-persistenced": (ARCH, ["libnvidia-ml = %{evr}"], [], []),
+    "nvidia-kmod-common": ("noarch", ["nvidia-kmod = %{ev}"], [], []),
+    "kmod-nvidia-open-dkms": ("noarch", ["nvidia-kmod-common = %{ev}"], ["nvidia-kmod = %{ev}"],
+                              ["kmod-nvidia-latest-dkms"]),
+    "kmod-nvidia-latest-dkms": (ARCH, ["nvidia-kmod-common = %{ev}"], ["nvidia-kmod = %{ev}"],
+                                ["kmod-nvidia-open-dkms"]),
+}
+# The part of genmodules.py BRANCH_PKGS (+ libnvidia-ml, split out since 560) that exists here.
+BRANCH_PKGS = ["nvidia-driver", "nvidia-driver-cuda", "libnvidia-ml", "nvidia-persistenced",
+               "nvidia-kmod-common"]
+FM_NAME = "nvidia-fabricmanager"  # name from 580 on; release "1", no epoch, no dist tag
+
+DESCRIPTION = [
+    "This package provides the most recent NVIDIA display driver which allows for",
+    "hardware accelerated rendering with recent NVIDIA chipsets.",
+    "",
+    "For the full product support list, please consult the release notes for",
+    "driver version {version}.",
+]
+
+
+def vkey(v):
+    return tuple(int(x) for x in v.split("."))
+
+
+def sub_header(name, arch, requires, provides, conflicts, main):
+    lines = []
+    if not main:
+        lines.append("%package -n " + name)
+        lines.append("Summary: Stand-in for " + name)
+    if arch == "noarch":
+        lines.append("BuildArch: noarch")
+    lines += ["Requires: " + r for r in requires]
+    lines += ["Provides: " + p for p in provides]
+    lines += ["Conflicts: " + c for c in conflicts]
+    lines.append("")
+    lines.append("%description" + ("" if main else " -n " + name))
+    lines.append("Test stand-in, no NVIDIA content.")
+    lines.append("")
+    return lines
+
+
+def driver_spec(version):
+    out = [
+        "%global ev %{epoch}:%{version}",
+        "%global evr %{epoch}:%{version}-%{release}",
+        "Name: nvidia-driver",
+        "Epoch: %d" % EPOCH,
+        "Version: " + version,
+        "Release: 1%{?dist}",
+        "Summary: Stand-in for nvidia-driver",
+        "License: MIT",
+        "URL: https://example.invalid/nvidia-standin",
+        "AutoReqProv: no",
+    ]
+    arch, req, prov, conf = DRIVER_PKGS["nvidia-driver"]
+    out += sub_header("nvidia-driver", arch, req, prov, conf, True)
+    for name, (arch, req, prov, conf) in DRIVER_PKGS.items():
+        if name != "nvidia-driver":
+            out += sub_header(name, arch, req, prov, conf, False)
+    out += ["%prep", "%build", "%install", "mkdir -p %{buildroot}/usr/share/nvidia-standin"]
+    for name in DRIVER_PKGS:
+        out.append("echo '%s %%{evr}' > %%{buildroot}/usr/share/nvidia-standin/%s" % (name, name))
+    out.append("")
+    for name in DRIVER_PKGS:
+        out.append("%files" + ("" if name == "nvidia-driver" else " -n " + name))
+        out.append("/usr/share/nvidia-standin/" + name)
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def fm_spec(version):
+    return "\n".join([
+        "Name: " + FM_NAME,
+        "Version: " + version,
+        "Release: 1",
+        "Summary: Stand-in for NVIDIA Fabric Manager",
+        "License: MIT",
+        "AutoReqProv: no",
+        "",
+        "%description",
+        "Test stand-in, no NVIDIA content.",
+        "",
+        "%prep", "%build", "%install",
+        "mkdir -p %{buildroot}/usr/share/nvidia-standin",
+        "echo '%{name} %{version}-%{release}' > %{buildroot}/usr/share/nvidia-standin/%{name}",
+        "",
+        "%files",
+        "/usr/share/nvidia-standin/%{name}",
+        "",
+    ])
+
+
+def rpmbuild(spec_text, specname, workdir, outdir):
+    top = os.path.join(workdir, specname)
+    os.makedirs(top)
+    spec = os.path.join(top, specname + ".spec")
+    with open(spec, "w") as f:
+        f.write(spec_text)
+    env = dict(os.environ, SOURCE_DATE_EPOCH=str(SOURCE_DATE_EPOCH), HOME=top, LC_ALL="C", TZ="UTC")
+    defs = {
+        "_topdir": top,
+        "_rpmdir": outdir,
+        "_build_name_fmt": "%%{NAME}-%%{VERSION}-%%{RELEASE}.%%{ARCH}.rpm",
+        "dist": DIST,
+        "_buildhost": "standin.example.invalid",
+        "use_source_date_epoch_as_buildtime": "1",
+        "clamp_mtime_to_source_date_epoch": "1",
+        "source_date_epoch_from_changelog": "0",
+        "_binary_payload": "w9.gzdio",
+        "__os_install_post": "%{nil}",
+        "debug_package": "%{nil}",
+        "_build_id_links": "none",
+        "_dbpath": os.path.join(top, "rpmdb"),
+    }
+    cmd = ["rpmbuild", "-bb", "--quiet"]
+    for k, v in defs.items():
+        cmd += ["--define", "%s %s" % (k, v)]
+    cmd.append(spec)
+    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if r.returncode != 0:
+        sys.exit("rpmbuild failed for %s:\n%s" % (specname, r.stdout.decode(errors="replace")))
+
+
+def nevra(name, version, arch, epoch=EPOCH, release="1" + DIST):
+    return "%s-%d:%s-%s.%s" % (name, epoch, version, release, arch)
+
+
+def context(stream):
+    # genmodules.py get_stream_hash(name, stream, version, distro)
+    return hashlib.md5(("nvidia-driver" + stream + MODULE_VERSION + DISTRO).encode()).hexdigest()[:10]
+
+
+def modules_yaml(kmod_artifacts, fm_modular):
+    majors = sorted({v.split(".")[0] for v in VERSIONS}, key=int)
+    latest_major = majors[-1]
+    streams = []  # (stream name, major, kind)
+    for m in majors:
+        streams.append((m + "-dkms", m, "dkms"))
+        streams.append((m + "-open", m, "open"))
+    streams.append(("latest-dkms", latest_major, "dkms"))
+    streams.append(("open-dkms", latest_major, "open"))
+    # genmodules.py order: latest, latest-dkms, open-dkms, then branches newest first
+    order = {"latest-dkms": 1, "open-dkms": 2}
+    streams.sort(key=lambda s: (order.get(s[0], 9), -int(s[1]), s[0]))
+
+    L = []
+    for sname, major, kind in streams:
+        vers = sorted([v for v in VERSIONS if v.split(".")[0] == major], key=vkey, reverse=True)
+        branch_version = vers[0]
+        kmod = "kmod-nvidia-open-dkms" if kind == "open" else "kmod-nvidia-latest-dkms"
+        kmod_arch = DRIVER_PKGS[kmod][0]
+        L += ["---", "document: modulemd", "version: 2", "data:",
+              "    name: nvidia-driver",
+              "    stream: " + sname,
+              "    version: " + MODULE_VERSION,
+              "    context: " + context(sname),
+              "    arch: " + ARCH,
+              "    summary: Nvidia driver for " + sname + " branch",
+              "    description: >-"]
+        L += [("        " + d.replace("{version}", branch_version)).rstrip() for d in DESCRIPTION]
+        L += ["    license:", "        module:", "            - MIT",
+              "    artifacts:", "        rpms:"]
+        for pkg in BRANCH_PKGS:
+            for v in vers:
+                L.append("            - " + nevra(pkg, v, DRIVER_PKGS[pkg][0]))
+        if fm_modular:
+            for v in vers:
+                L.append("            - " + nevra(FM_NAME, v, ARCH, epoch=0, release="1"))
+        for v in (vers if kmod_artifacts == "all" else vers[:1]):
+            L.append("            - " + nevra(kmod, v, kmod_arch))
+        pkgs = sorted(BRANCH_PKGS) + [kmod]
+        L += ["    profiles:", "        default:", "            description: Default installation",
+              "            rpms:"]
+        L += ["                - " + p for p in pkgs]
+        if kind == "open":
+            L += ["        src:", "            description: Source files for compiling open kernel modules",
+                  "            rpms:", "                - nvidia-kmod-source"]
+        L += ["        fm:", "            description: FabricManager installation", "            rpms:"]
+        L += ["                - " + p for p in pkgs + [FM_NAME]]
+        L += ["        ks:", "            description: Installation via kickstart", "            rpms:"]
+        L += ["                - " + p for p in pkgs]
+        L.append("...")
+    L += ["---", "document: modulemd-defaults", "version: 1", "data:",
+          "    module: nvidia-driver", "    stream: " + DEFAULT_STREAM, "    profiles:"]
+    L += ["        %s: [default]" % s[0] for s in streams]
+    L.append("...")
+    return "\n".join(L) + "\n"
+
+
+def build(out, kmod_artifacts="all", fm_modular=True):
+    """Build the repository in ``out`` (removed first); returns its absolute path."""
+    for tool in ("rpmbuild", "createrepo_c", "modifyrepo_c"):
+        if not shutil.which(tool):
+            raise RuntimeError("missing %s (apt-get install -y rpm createrepo-c)" % tool)
+    out = os.path.abspath(out)
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+    work = tempfile.mkdtemp(prefix="nvrepo-build-")
+    try:
+        jobs = []
+        for v in VERSIONS:
+            jobs.append((driver_spec(v), "nvidia-driver-" + v))
+            jobs.append((fm_spec(v), FM_NAME + "-" + v))
+        with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as ex:
+            list(ex.map(lambda j: rpmbuild(j[0], j[1], work, out), jobs))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    for f in os.listdir(out):
+        os.utime(os.path.join(out, f), (SOURCE_DATE_EPOCH, SOURCE_DATE_EPOCH))
+    env = dict(os.environ, SOURCE_DATE_EPOCH=str(SOURCE_DATE_EPOCH), LC_ALL="C", TZ="UTC")
+    subprocess.run(["createrepo_c", "--quiet", "--no-database", "--revision", str(SOURCE_DATE_EPOCH),
+                    "--set-timestamp-to-revision", "--workers", "1", out], check=True, env=env)
+    my = os.path.join(out, "modules.yaml")
+    with open(my, "w") as f:
+        f.write(modules_yaml(kmod_artifacts, fm_modular))
+    os.utime(my, (SOURCE_DATE_EPOCH, SOURCE_DATE_EPOCH))
+    subprocess.run(["modifyrepo_c", "--compress-type=gz", my, os.path.join(out, "repodata")], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+    # modifyrepo_c stamps repomd.xml with the current time; pinned, so that every build is the same bytes
+    repomd = os.path.join(out, "repodata", "repomd.xml")
+    with open(repomd) as f:
+        x = f.read()
+    x = re.sub(r"<timestamp>\d+</timestamp>", "<timestamp>%d</timestamp>" % SOURCE_DATE_EPOCH, x)
+    x = re.sub(r"<revision>\d+</revision>", "<revision>%d</revision>" % SOURCE_DATE_EPOCH, x)
+    with open(repomd, "w") as f:
+        f.write(x)
+    for root, _, files in os.walk(out):
+        for f in files:
+            os.utime(os.path.join(root, f), (SOURCE_DATE_EPOCH, SOURCE_DATE_EPOCH))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True, help="repository directory to (re)create")
+    ap.add_argument("--kmod-artifacts", choices=["all", "latest"], default="all",
+                    help="list every kmod version of a branch in its stream (default) or only the newest, "
+                         "as the public genmodules.py does (latest_rpm_from_pkgname)")
+    ap.add_argument("--fm-non-modular", action="store_true",
+                    help="do not list nvidia-fabricmanager as module artifact (the public genmodules.py "
+                         "only knows the pre-580 name nvidia-fabric-manager)")
+    a = ap.parse_args()
+    try:
+        print(build(a.out, a.kmod_artifacts, not a.fm_non_modular))
+    except RuntimeError as exc:
+        sys.exit(str(exc))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,232 @@
+# -*- coding: utf-8 -*-
+"""The nvidia_driver plan against a modular repository as NVIDIA's RHEL 9 one is, read by a real dnf.
+
+tests/repo/build_rhel_repo.py builds a local stand-in of NVIDIA's rhel9 repository (the nvidia-driver module's
+streams 580-open, 580-dkms, 590-open, 590-dkms, open-dkms (the default) and latest-dkms; packages at epoch 3 that
+require each other at their exact version). Debian's dnf 4.14 (libdnf 0.69, the versions RHEL 9 ships) works on an
+empty --installroot that says it is RHEL 9: the plan module's PackageManager reads it through stand-ins of dnf
+and rpm on the PATH that add the root, and the steps the role takes are run as commands: reset and enable the
+stream, install the plan's specs, lock them.
+
+What this proves: the plan's reading of ``dnf module list`` and of the versions of every branch (modular
+filtering off for the role's repository), the stream it chooses, and that dnf installs an exact older version,
+upgrades, downgrades and switches branch with those streams. What it cannot: RHEL's own patches to dnf,
+ansible.builtin.dnf (the role's tasks call it, this runs the dnf command), NVIDIA's real modules.yaml (not public),
+scriptlets and signatures. Needs dnf, dnf-plugins-core, rpm and createrepo-c (``make host``); skipped without
+them, failed under CI.
+"""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+import build_rhel_repo  # tests/repo
+from repo_paths import REPO
+
+from ansible_collections.gpuops.node.plugins.module_utils.plans.nvidia_driver import PlanError, plan
+from ansible_collections.gpuops.node.plugins.modules import nvidia_driver_plan as module_plan
+
+TOOLS = ('dnf', 'rpm', 'rpmbuild', 'createrepo_c', 'modifyrepo_c')
+MISSING = [t for t in TOOLS if not shutil.which(t)]
+VERSIONLOCK = '/usr/lib/python3/dist-packages/dnf-plugins/versionlock.py'
+if not os.path.exists(VERSIONLOCK):
+    MISSING.append('dnf-plugins-core')
+if MISSING and os.environ.get('CI'):
+    raise AssertionError('CI needs %s (make host installs them)' % ', '.join(MISSING))
+pytestmark = pytest.mark.skipif(bool(MISSING), reason='needs %s' % ', '.join(MISSING))
+
+REPO_ID = 'gpuops-nvidia-driver'      # the role's dnf repository (roles/nvidia_driver/vars/main.yml)
+RHEL9_DNF_CONF = ('[main]\ngpgcheck=1\ninstallonly_limit=3\nclean_requirements_on_remove=True\nbest=True\n'
+                  'skip_if_unavailable=False\n')
+OS_RELEASE = 'NAME="Red Hat Enterprise Linux"\nVERSION_ID="9.6"\nID="rhel"\nPLATFORM_ID="platform:el9"\n'
+
+
+def _role_vars():
+    with open(os.path.join(REPO, 'roles', 'nvidia_driver', 'vars', 'RedHat.yml')) as handle:
+        return yaml.safe_load(handle)['__nvidia_driver_sources']['cuda_repo']
+
+
+class FakeModule(object):
+    """What PackageManager asks of an AnsibleModule: no apt here, and failures raised."""
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        return None if name in ('apt-cache', 'dpkg-query') else shutil.which(name)
+
+    def fail_json(self, **kwargs):
+        raise AssertionError(kwargs)
+
+
+@pytest.fixture(scope='module')
+def stand_in_repo(tmp_path_factory):
+    return build_rhel_repo.build(str(tmp_path_factory.mktemp('rhel9') / 'repo'))
+
+
+@pytest.fixture
+def node(tmp_path, stand_in_repo, monkeypatch):
+    """An empty RHEL 9 root, the repository as the role writes it, and dnf and rpm stand-ins that use the root."""
+    root, etc, home, bin_dir = (tmp_path / n for n in ('root', 'etc', 'home', 'bin'))
+    for folder in (root / 'etc' / 'dnf' / 'plugins', etc / 'yum.repos.d', etc / 'plugins', home, bin_dir):
+        folder.mkdir(parents=True)
+    (root / 'etc' / 'os-release').write_text(OS_RELEASE)
+    (root / 'etc' / 'dnf' / 'plugins' / 'versionlock.list').write_text('')
+    (etc / 'dnf.conf').write_text(RHEL9_DNF_CONF)
+    (etc / 'yum.repos.d' / (REPO_ID + '.repo')).write_text(
+        '[%s]\nname=NVIDIA driver (mirror)\nbaseurl=file://%s\nenabled=1\ngpgcheck=0\n' % (REPO_ID, stand_in_repo))
+    # Debian's dnf loads its own plugins; the versionlock list does not follow --installroot
+    for plugin in ('local', 'post-transaction-actions', 'show-leaves'):
+        (etc / 'plugins' / (plugin + '.conf')).write_text('[main]\nenabled=0\n')
+    (etc / 'plugins' / 'versionlock.conf').write_text(
+        '[main]\nenabled=1\nlocklist=%s/etc/dnf/plugins/versionlock.list\n' % root)
+    # Debian's rpm keeps its database under ~/.rpmdb, RHEL's under /var/lib/rpm
+    (home / '.rpmmacros').write_text('%_dbpath /var/lib/rpm\n')
+    wrappers = {
+        'dnf': 'exec %s --installroot=%s --releasever=9 --config=%s --setopt=reposdir=%s --setopt=pluginconfpath=%s '
+               '--nogpgcheck "$@"' % (shutil.which('dnf'), root, etc / 'dnf.conf', etc / 'yum.repos.d', etc / 'plugins'),
+        'rpm': 'exec %s --root=%s --dbpath=/var/lib/rpm "$@"' % (shutil.which('rpm'), root),
+    }
+    for name, body in wrappers.items():
+        (bin_dir / name).write_text('#!/bin/sh\n%s\n' % body)
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv('PATH', '%s:%s' % (bin_dir, os.environ['PATH']))
+    monkeypatch.setenv('HOME', str(home))
+    return Node()
+
+
+class Node(object):
+    """The plan as the nvidia_driver_plan module reads it, and the role's steps as dnf commands."""
+
+    def __init__(self):
+        self.manager = module_plan.PackageManager(FakeModule(), REPO_ID)
+        self.spec = _role_vars()
+
+    def dnf(self, *args):
+        result = subprocess.run(['dnf', '-y', '-q'] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        assert result.returncode == 0, (args, result.stdout.decode('utf-8', 'replace'))
+        return result.stdout.decode('utf-8', 'replace')
+
+    def request(self, **kw):
+        base = {'packages': self.spec['packages'], 'fabricmanager_packages': self.spec['fabricmanager'],
+                'extra_packages': [{'name': 'nvidia-persistenced', 'versioned': True}], 'kernel_module': 'open',
+                'fabricmanager': 'auto', 'source': 'mirror', 'family': 'RedHat', 'repository': 'rhel9'}
+        base.update(kw)
+        return base
+
+    def plan(self, **kw):
+        names = sorted(set(self.spec['packages']['open'] + self.spec['packages']['proprietary'])
+                       | {'nvidia-persistenced', 'nvidia-fabricmanager'})
+        installed = self.manager.installed(names)
+        state = {'facts': {'pci_gpus': [{'device_id': '0x2330', 'architecture': 'Hopper'}], 'nvswitch_count': 4},
+                 'installed': installed, 'held': self.manager.held(),
+                 'available': dict((f, self.manager.available(self.spec['packages'][f][0])) for f in ('open', 'proprietary')),
+                 'fabricmanager_available': {'nvidia-fabricmanager': self.manager.available('nvidia-fabricmanager')},
+                 'module_streams': self.manager.module_streams('nvidia-driver')}
+        return plan(self.request(**kw), state)
+
+    def apply(self, result):
+        """The role's install.yml, step by step, as dnf commands."""
+        stream = result['module_stream']
+        if result['unhold']:
+            self.dnf('versionlock', 'delete', *result['unhold'])
+        if stream['change'] == 'switch':
+            self.dnf('module', 'reset', stream['module'])
+        if stream['change'] != 'none':
+            self.dnf('module', 'enable', '%s:%s' % (stream['module'], stream['stream']))
+        if result['remove']:
+            self.dnf('remove', *result['remove'])
+        if result['install']:
+            # the module turns name=version into dnf's name-version
+            self.dnf('install', *[spec.replace('=', '-', 1) for spec in result['install']])
+        self.dnf('versionlock', 'add', *result['hold'])
+
+    def versions(self):
+        names = ['nvidia-driver', 'nvidia-driver-cuda', 'libnvidia-ml', 'nvidia-persistenced', 'nvidia-kmod-common',
+                 'kmod-nvidia-open-dkms', 'kmod-nvidia-latest-dkms', 'nvidia-fabricmanager']
+        return self.manager.installed(names)
+
+
+def test_the_stand_in_repository_is_the_same_bytes_on_every_build(tmp_path, stand_in_repo):
+    again = build_rhel_repo.build(str(tmp_path / 'again'))
+    for name in ('repodata/repomd.xml', 'modules.yaml', 'nvidia-driver-580.126.20-1.el9.x86_64.rpm'):
+        with open(os.path.join(stand_in_repo, name), 'rb') as one, open(os.path.join(again, name), 'rb') as other:
+            assert one.read() == other.read(), name
+
+
+def test_dnf_shows_the_default_stream_and_the_plan_sees_every_branch(node):
+    streams = node.manager.module_streams('nvidia-driver')
+    assert sorted(r['stream'] for r in streams) == ['580-dkms', '580-open', '590-dkms', '590-open', 'latest-dkms',
+                                                    'open-dkms']
+    assert [r['stream'] for r in streams if r['default']] == ['open-dkms']
+    assert not [r for r in streams if r['enabled']]
+    # dnf's own view: the default stream's packages only (590)
+    plain = subprocess.run(['dnf', '-q', 'repoquery', '--available', '--qf', '%{version}', 'nvidia-driver'],
+                           stdout=subprocess.PIPE, check=True).stdout.decode().split()
+    assert sorted(set(plain)) == ['590.48.01']
+    assert sorted(node.manager.available('nvidia-driver')) == [
+        '3:580.126.20-1.el9', '3:580.159.04-1.el9', '3:590.48.01-1.el9']
+
+
+def test_an_exact_older_version_then_an_upgrade_a_downgrade_and_a_branch_switch(node):
+    # a site's validated version, not the newest of its branch: the 580-open stream is enabled first
+    first = node.plan(version='580.126.20')
+    assert first['action'] == 'install' and first['target_package_version'] == '3:580.126.20-1.el9'
+    assert first['module_stream'] == {'module': 'nvidia-driver', 'stream': '580-open', 'enabled': None,
+                                      'change': 'enable'}
+    node.apply(first)
+    found = node.versions()
+    assert set(found.values()) == {'3:580.126.20-1.el9', '580.126.20-1'}, found
+    assert 'kmod-nvidia-latest-dkms' not in found
+    # the second run changes nothing
+    again = node.plan(version='580.126.20')
+    assert again['action'] == 'none' and again['install'] == [] and again['module_stream']['change'] == 'none'
+    assert set(again['hold']) <= set(node.manager.held())
+    # an upgrade within the branch: released, installed, locked again
+    upgrade = node.plan(branch='580')
+    assert upgrade['action'] == 'upgrade' and upgrade['target_version'] == '580.159.04'
+    assert set(upgrade['unhold']) == set(upgrade['hold']) and upgrade['module_stream']['change'] == 'none'
+    node.apply(upgrade)
+    assert set(node.versions().values()) == {'3:580.159.04-1.el9', '580.159.04-1'}
+    # the locks hold: dnf upgrades nothing
+    assert 'Nothing to do' in subprocess.run(['dnf', '-y', 'upgrade'], stdout=subprocess.PIPE,
+                                             stderr=subprocess.STDOUT).stdout.decode()
+    # a downgrade is refused, then allowed
+    with pytest.raises(PlanError) as refused:
+        node.plan(version='580.126.20')
+    assert refused.value.variable == 'nvidia_driver_allow_downgrade'
+    down = node.plan(version='580.126.20', allow_downgrade=True)
+    assert down['action'] == 'downgrade'
+    node.apply(down)
+    assert set(node.versions().values()) == {'3:580.126.20-1.el9', '580.126.20-1'}
+    # another branch: the enabled stream is reset, the 590 one enabled
+    switch = node.plan(branch='590')
+    assert switch['action'] == 'upgrade' and switch['module_stream'] == {
+        'module': 'nvidia-driver', 'stream': '590-open', 'enabled': '580-open', 'change': 'switch'}
+    node.apply(switch)
+    assert set(node.versions().values()) == {'3:590.48.01-1.el9', '590.48.01-1'}
+    assert node.plan(branch='590')['action'] == 'none'
+
+
+def test_a_branch_the_repository_has_no_stream_for_is_refused(node, monkeypatch):
+    streams = [r for r in node.manager.module_streams('nvidia-driver') if r['stream'] != '580-dkms']
+    monkeypatch.setattr(node.manager, 'module_streams', lambda name: streams)
+    with pytest.raises(PlanError) as refused:
+        node.plan(version='580.126.20', kernel_module='proprietary')
+    assert refused.value.variable == 'nvidia_driver_branch'
+    assert 'no stream 580-dkms' in str(refused.value)
+
+
+def test_a_switch_of_kernel_module_flavour_changes_stream_and_kmod(node):
+    node.apply(node.plan(version='580.159.04'))
+    switch = node.plan(version='580.159.04', kernel_module='proprietary')
+    assert switch['action'] == 'switch' and switch['remove'] == ['kmod-nvidia-open-dkms']
+    assert switch['module_stream'] == {'module': 'nvidia-driver', 'stream': '580-dkms', 'enabled': '580-open',
+                                       'change': 'switch'}
+    node.apply(switch)
+    found = node.versions()
+    assert 'kmod-nvidia-open-dkms' not in found and found['kmod-nvidia-latest-dkms'] == '3:580.159.04-1.el9'
+    assert set(found.values()) == {'3:580.159.04-1.el9', '580.159.04-1'}
+    assert node.plan(version='580.159.04', kernel_module='proprietary')['action'] == 'none'
