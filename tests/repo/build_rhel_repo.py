@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 """Build a tiny local stand-in of NVIDIA's CUDA RHEL 9 x86_64 repository.
 
@@ -172,9 +171,9 @@ def rpmbuild(spec_text, specname, workdir, outdir):
     for k, v in defs.items():
         cmd += ["--define", "%s %s" % (k, v)]
     cmd.append(spec)
-    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
     if r.returncode != 0:
-        sys.exit("rpmbuild failed for %s:\n%s" % (specname, r.stdout.decode(errors="replace")))
+        raise RuntimeError("rpmbuild failed for %s:\n%s" % (specname, r.stdout.decode(errors="replace")))
 
 
 def nevra(name, version, arch, epoch=EPOCH, release="1" + DIST):
@@ -187,7 +186,7 @@ def context(stream):
 
 
 def modules_yaml(kmod_artifacts, fm_modular):
-    majors = sorted({v.split(".")[0] for v in VERSIONS}, key=int)
+    majors = sorted({v.split(".", 1)[0] for v in VERSIONS}, key=int)
     latest_major = majors[-1]
     streams = []  # (stream name, major, kind)
     for m in majors:
@@ -201,7 +200,7 @@ def modules_yaml(kmod_artifacts, fm_modular):
 
     L = []
     for sname, major, kind in streams:
-        vers = sorted([v for v in VERSIONS if v.split(".")[0] == major], key=vkey, reverse=True)
+        vers = sorted([v for v in VERSIONS if v.split(".", 1)[0] == major], key=vkey, reverse=True)
         branch_version = vers[0]
         kmod = "kmod-nvidia-open-dkms" if kind == "open" else "kmod-nvidia-latest-dkms"
         kmod_arch = DRIVER_PKGS[kmod][0]
@@ -282,7 +281,7 @@ def build(out, kmod_artifacts="all", fm_modular=True):
     x = re.sub(r"<revision>\d+</revision>", "<revision>%d</revision>" % SOURCE_DATE_EPOCH, x)
     with open(repomd, "w") as f:
         f.write(x)
-    for root, _, files in os.walk(out):
+    for root, _dirs, files in os.walk(out):
         for f in files:
             os.utime(os.path.join(root, f), (SOURCE_DATE_EPOCH, SOURCE_DATE_EPOCH))
     return out

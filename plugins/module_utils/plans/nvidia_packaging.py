@@ -219,8 +219,8 @@ def stream_text(stream):
     """The stream of a DRIVER row as docs/packaging.md shows it."""
     if not stream:
         return None
-    return '%s:%s (open), %s:%s (proprietary)' % (stream['module'], stream['open'], stream['module'],
-                                                   stream['proprietary'])
+    module = stream['module']
+    return '%s:%s (open), %s:%s (proprietary)' % (module, stream['open'], module, stream['proprietary'])
 
 
 def by_branch(entries, branch):

@@ -105,7 +105,7 @@ class Node(object):
         self.spec = _role_vars()
 
     def dnf(self, *args):
-        result = subprocess.run(['dnf', '-y', '-q'] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        result = subprocess.run(['dnf', '-y', '-q'] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
         assert result.returncode == 0, (args, result.stdout.decode('utf-8', 'replace'))
         return result.stdout.decode('utf-8', 'replace')
 
