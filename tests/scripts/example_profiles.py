@@ -73,11 +73,7 @@ def rendered():
     result = {}
     for name in PROFILES:
         path, text = class_file(name)
-        current = ''
-        if os.path.exists(path):
-            with open(path) as handle:
-                current = handle.read()
-        result[path] = (current, text)
+        result[path] = (generated_docs.current(path), text)
     return result
 
 

@@ -27,6 +27,14 @@ def replace_block(text, path, start_marker, end_marker, body):
     return '\n'.join(lines[:start + 1] + body + lines[end:])
 
 
+def current(path):
+    """The text of ``path`` as it is now: '' while the file does not exist (a generated file not yet written)."""
+    if not os.path.exists(path):
+        return ''
+    with open(path) as handle:
+        return handle.read()
+
+
 def stale(rendered):
     """Unified diffs of every stale document (empty when all are current)."""
     diffs = []

@@ -336,11 +336,7 @@ def page(mods=None):
 
 def rendered():
     """{docs/modules.md: (current text, generated text)}; current is '' while the file does not exist."""
-    current = ''
-    if os.path.exists(DOC):
-        with open(DOC) as handle:
-            current = handle.read()
-    return {DOC: (current, page())}
+    return {DOC: (generated_docs.current(DOC), page())}
 
 
 def stale():

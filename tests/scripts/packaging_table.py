@@ -101,11 +101,7 @@ def page():
 
 
 def rendered():
-    current = ''
-    if os.path.exists(PAGE):
-        with open(PAGE) as handle:
-            current = handle.read()
-    return {PAGE: (current, page())}
+    return {PAGE: (generated_docs.current(PAGE), page())}
 
 
 def stale():

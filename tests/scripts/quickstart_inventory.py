@@ -159,11 +159,7 @@ def class_file():
 def rendered():
     """path -> (current text, generated text) of the class file."""
     path, text = class_file()
-    current = ''
-    if os.path.exists(path):
-        with open(path) as handle:
-            current = handle.read()
-    return {path: (current, text)}
+    return {path: (generated_docs.current(path), text)}
 
 
 def stale():
