@@ -98,8 +98,8 @@ def parse_module_list(text, module=None):
             rows.append(_row(tokens, repo, number, line))
             continue
         # the repository's name (its id where the .repo file gives no name) on the line above its table
-        if number < len(lines) and _HEADER_RE.match(lines[number].strip()) or (
-                len(tokens) == 1 and _REPO_ID_RE.match(line)):
+        above_header = number < len(lines) and _HEADER_RE.match(lines[number].strip())
+        if above_header or (len(tokens) == 1 and _REPO_ID_RE.match(line)):
             repo = line
             in_table = False
             continue

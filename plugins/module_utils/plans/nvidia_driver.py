@@ -181,7 +181,9 @@ def choose_stream(request, flavour, branch, rows):
         return None
     row = nvidia_packaging.driver_row(request.get('family'), request.get('source'), int(branch))
     wanted = nvidia_packaging.module_stream(row, flavour, branch)
-    module = wanted[0] if wanted else None
+    if wanted is None:
+        return None
+    module = wanted[0]
     own = [r for r in rows if r['name'] == module]
     if not own:
         return None
@@ -282,11 +284,9 @@ def plan(request, node):
 
 
 def fabricmanager_name(entries, branch):
-    """The fabric manager package of ``branch``: the first of ``entries`` ({name, since_branch}) it reaches."""
-    for entry in entries or []:
-        if branch is not None and int(branch) >= int(entry.get('since_branch') or 0):
-            return entry['name'].format(branch=branch)
-    return None
+    """The fabric manager package of ``branch`` (text, or None): the first of ``entries`` ({name, since_branch}) it
+    reaches (nvidia_packaging.by_branch)."""
+    return None if branch is None else nvidia_packaging.by_branch(entries, int(branch))
 
 
 def fabricmanager(request, facts, node, target_version):

@@ -226,6 +226,6 @@ def stream_text(stream):
 def by_branch(entries, branch):
     """The package name of ``branch`` among ``entries`` ({name, since_branch}, newest first), or None."""
     for entry in entries or ():
-        if branch >= entry['since_branch']:
+        if branch >= int(entry.get('since_branch') or 0):
             return entry['name'].format(branch=branch)
     return None
