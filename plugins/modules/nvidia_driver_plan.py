@@ -54,8 +54,14 @@ options:
         list is the one whose available versions decide the target (the kernel module package, because on Debian 12
         the open modules lag the proprietary ones). C({branch}) in a name is replaced by the branch (Ubuntu names packages by
         branch), which O(branch) or O(version) must then give.
+      - Unset, the packages, the fabric manager's names, nvidia-persistenced's package (with O(persistenced)) and
+        NVIDIA's pinning packages come from the packaging table (C(plugins/module_utils/plans/nvidia_packaging.py),
+        docs/packaging.md) for O(family), O(source) and the target's branch; O(family) and O(source) are then
+        required. O(fabricmanager_packages) and O(extra_packages) are ignored then.
+      - On apt, every package the named ones depend on that the source offers at exactly the target's package version
+        is installed and held with them (C(plan.closure), read with C(apt-cache show) and C(apt-cache madison)), so
+        that a version older than the newest installs.
     type: dict
-    required: true
     suboptions:
       open:
         description: Packages of the open kernel modules.
@@ -100,6 +106,17 @@ options:
         description: Installed and held at the driver's package version (else installed when missing).
         type: bool
         default: false
+  persistenced:
+    description: With the packages from the table, install nvidia-persistenced's package too.
+    type: bool
+    default: false
+  pinning:
+    description:
+      - With the packages from the table, install NVIDIA's pinning package of the target where the source offers
+        one (its apt preferences pin the driver at priority 1000). Either way, a pinning package of another
+        version or branch is removed, as it would pin apt to another driver.
+    type: bool
+    default: true
   repo_url:
     description:
       - The repository the driver comes from (C(cuda_repo), C(mirror)); only versions it offers count, as other
@@ -116,9 +133,10 @@ options:
     type: str
   family:
     description:
-      - The node's OS family in the packaging table (C(Ubuntu), C(Debian), C(RedHat)); with it, a branch whose
-        packaging the role does not install yet (Ubuntu's names without the branch from 590) is refused, naming
-        O(branch). Unset, no such check.
+      - The node's OS family in the packaging table (C(Ubuntu), C(Debian), C(RedHat)). With O(packages) unset, the
+        packages of the table's row for it, O(source) and the target's branch; a driver installed from another
+        branch range's row (Ubuntu names its packages by branch up to 580 and without from 590) counts as the
+        installed one, and its packages are removed with the change. Unset, O(packages) must be given.
     type: str
     choices: [Ubuntu, Debian, RedHat]
   repository:
@@ -205,7 +223,9 @@ plan:
       type: list
       elements: str
     remove:
-      description: Packages to remove (the other flavour's, a fabric manager no longer wanted).
+      description:
+        - Packages to remove (the other flavour's, another branch range's, what those coupled at their installed
+          version, other pinning packages, a fabric manager no longer wanted).
       type: list
       elements: str
     unhold:
@@ -218,6 +238,18 @@ plan:
       elements: str
     fabricmanager:
       description: C(wanted), C(package), C(package_version) and C(nvswitch_count).
+      type: dict
+    closure:
+      description:
+        - On apt, the packages beyond the named ones that the named ones depend on at exactly the target's package
+          version (installed and held with them).
+      type: list
+      elements: str
+    pinning:
+      description:
+        - NVIDIA's pinning package for the target (C(package), C(package_version), C(install)), installed in its own
+          transaction before the driver and held; null when the table names none or the source offers none. Other
+          pinning packages installed are in C(remove).
       type: dict
     module_stream:
       description:
@@ -261,17 +293,20 @@ variable:
 import glob
 import os
 import platform
+import re
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.node.plugins.module_utils import command
+from ansible_collections.gpuops.node.plugins.module_utils.parsers import apt_show as parsers_apt_show
 from ansible_collections.gpuops.node.plugins.module_utils.parsers import dkms as parsers_dkms
 from ansible_collections.gpuops.node.plugins.module_utils.parsers import dnf_module as parsers_dnf_module
 from ansible_collections.gpuops.node.plugins.module_utils.node import packages as node_packages
 from ansible_collections.gpuops.node.plugins.module_utils import versions as V
 from ansible_collections.gpuops.node.plugins.module_utils.plans import nvidia_packaging
 from ansible_collections.gpuops.node.plugins.module_utils.plans.nvidia_driver import (
-    PlanError, check_request, expand_packages, fabricmanager_name, plan)
+    PlanError, add_closure, check_request, dependency_closure, expand_packages, fabricmanager_name, guard_processes,
+    plan)
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
 
 DKMS_TREE = '/var/lib/dkms'
@@ -297,6 +332,28 @@ class PackageManager(object):
         _rc, out = self.run(['dnf', '-q', 'repoquery', '--available'] + hotfixes
                             + ['--qf', '%{name} %{epoch}:%{version}-%{release}', package])
         return node_packages.parse_repoquery(out, package)
+
+    def offered(self, names, origin=None):
+        """{name: [versions]} of ``names`` (apt only), read with one ``apt-cache madison``."""
+        out = self.run(['apt-cache', 'madison'] + list(names))[1] if names else ''
+        return dict((name, node_packages.parse_madison(out, name, origin)) for name in names)
+
+    def show(self, specs):
+        """The ``apt-cache show`` stanzas of ``name=version`` specs (apt only); a spec apt does not know is left out
+        (exit 100 when it knows none)."""
+        if not specs:
+            return []
+        _rc, out = self.run(['apt-cache', 'show'] + list(specs), allow=(0, 100))
+        try:
+            return parsers_apt_show.parse_show(out)
+        except ParseError as exc:
+            self.module.fail_json(msg=str(exc))
+
+    def installed_matching(self, pattern):
+        """{name: version} of the installed packages whose names match the dpkg-query ``pattern`` (apt only)."""
+        _rc, out = self.run(['dpkg-query', '-W', '-f=${Package}\t${Version}\t${db:Status-Abbrev}\n', pattern],
+                            allow=(0, 1))
+        return node_packages.parse_dpkg_status(out)
 
     def module_streams(self, name):
         """The ``dnf module list`` rows of module ``name`` (None on apt; empty when no repository has it)."""
@@ -367,17 +424,73 @@ def boot_kernels(running):
     return {'boot': boot, 'running': running, 'headers_for': sorted(set(headers), key=V.DpkgKey)}
 
 
+def from_table(module, params, branch):
+    """The packages, fabric manager names, extra packages and pinning templates of the packaging table for the
+    request (``packages`` unset), and the row's neighbours: ``(request fields, pinning, previous rows)``."""
+    if not params['family'] or not params['source']:
+        module.fail_json(msg='packages unset: family and source are needed to read the packaging table')
+    entry = nvidia_packaging.driver_packages(params['family'], params['source'], branch)
+    if entry is None:
+        module.fail_json(msg='nvidia_driver_source: the packaging table has no row for %s from %s'
+                         % (params['family'], params['source']), variable='nvidia_driver_source')
+    fields = {'packages': entry['packages'], 'fabricmanager_packages': entry['fabricmanager'],
+              'extra_packages': [entry['persistenced']] if params['persistenced'] else []}
+    return fields, entry['pinning'], nvidia_packaging.other_rows(params['family'], params['source'], entry['row'])
+
+
+def previous_packages(rows, branches):
+    """The packages of the other branch ranges' rows where a driver could be installed: {open, proprietary, extra}
+    per row and branch, names by branch expanded with each of ``branches`` (installed ones) in that row's range,
+    rows whose names need a branch left out when none is; ``extra`` has the row's persistenced and fabric manager
+    packages."""
+    found = []
+    for row in rows:
+        low, high = row.branches
+        names = [n for f in ('open', 'proprietary') for n in row.packages[f]] + [row.persistenced['name']]
+        if not any('{branch}' in n for n in names):
+            wanted = [None]
+        else:
+            wanted = sorted(b for b in branches if int(b) >= low and (high is None or int(b) <= high))
+        for branch in wanted:
+            fm = nvidia_packaging.by_branch(row.fabricmanager, int(branch or high or low or 0))
+            found.append({'open': [n.format(branch=branch) for n in row.packages['open']],
+                          'proprietary': [n.format(branch=branch) for n in row.packages['proprietary']],
+                          'extra': [row.persistenced['name'].format(branch=branch)] + ([fm] if fm else [])})
+    return found
+
+
+def installed_branches(manager, rows, installed_version):
+    """The branches of the drivers installed from rows that name their packages by branch: the gpu_topology fact's
+    version, and the branch in the name of every installed kernel module package of those rows (dpkg-query)."""
+    found = set([V.branch_of(installed_version)] if installed_version and V.branch_of(installed_version) else [])
+    if not manager.apt:
+        return found
+    for row in rows:
+        for flavour in ('open', 'proprietary'):
+            lead = row.packages[flavour][0]
+            if '{branch}' not in lead:
+                continue
+            pattern = re.compile('^' + re.escape(lead).replace(re.escape('{branch}'), '([0-9]{3})') + '$')
+            for name in manager.installed_matching(lead.replace('{branch}', '*')):
+                match = pattern.match(name)
+                if match:
+                    found.add(match.group(1))
+    return found
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             mode=dict(type='str', choices=['plan', 'check', 'inspect'], default='plan'),
-            packages=dict(type='dict', required=True, options=dict(
+            packages=dict(type='dict', options=dict(
                 open=dict(type='list', elements='str', required=True),
                 proprietary=dict(type='list', elements='str', required=True))),
             fabricmanager_packages=dict(type='list', elements='dict', default=[], options=dict(
                 name=dict(type='str', required=True), since_branch=dict(type='int', default=0))),
             extra_packages=dict(type='list', elements='dict', default=[], options=dict(
                 name=dict(type='str', required=True), versioned=dict(type='bool', default=False))),
+            persistenced=dict(type='bool', default=False),
+            pinning=dict(type='bool', default=True),
             source=dict(type='str'),
             repo_id=dict(type='str'),
             family=dict(type='str', choices=['Ubuntu', 'Debian', 'RedHat']),
@@ -398,6 +511,11 @@ def main():
     request = dict((k, params[k]) for k in ('packages', 'fabricmanager', 'fabricmanager_packages', 'kernel_module',
                                             'branch', 'version', 'allow_downgrade', 'force', 'source',
                                             'extra_packages', 'family', 'repository'))
+    branch = params['branch'] or (params['version'] or '').split('.')[0] or None
+    pinning, other_rows = (), []
+    if params['packages'] is None:
+        table, pinning, other_rows = from_table(module, params, branch if branch and V.is_branch(branch) else None)
+        request.update(table)
     if params['mode'] == 'check':
         try:
             _packages, flavour, reason = check_request(request, params['facts'])
@@ -405,18 +523,20 @@ def main():
             module.fail_json(msg=str(exc), variable=exc.variable)
         module.exit_json(changed=False, plan={'kernel_module': flavour, 'kernel_module_reason': reason})
     manager = PackageManager(module, params['repo_id'])
-    branch = params['branch'] or (params['version'] or '').split('.')[0] or None
     try:
-        packages = expand_packages(params['packages'], branch, params['source'])
+        packages = expand_packages(request['packages'], branch, params['source'])
     except PlanError as exc:
         if params['mode'] == 'plan':
             module.fail_json(msg=str(exc), variable=exc.variable)
-        packages = dict((f, [n for n in names if '{branch}' not in n]) for f, names in params['packages'].items())
+        packages = dict((f, [n for n in names if '{branch}' not in n]) for f, names in request['packages'].items())
     request['extra_packages'] = [dict(e, name=e['name'].replace('{branch}', branch or '{branch}'))
-                                 for e in params['extra_packages']]
+                                 for e in request['extra_packages']]
+    previous = previous_packages(other_rows, installed_branches(
+        manager, other_rows, (params['facts'] or {}).get('driver_installed_version')) if other_rows else ())
     names = sorted(set(packages['open']) | set(packages['proprietary'])
-                   | set(e['name'] for e in request['extra_packages'] if '{branch}' not in e['name']))
-    fm_names = sorted(set(e['name'] for e in params['fabricmanager_packages'] if '{branch}' not in e['name']))
+                   | set(e['name'] for e in request['extra_packages'] if '{branch}' not in e['name'])
+                   | set(n for p in previous for f in p for n in p[f]))
+    fm_names = sorted(set(e['name'] for e in request['fabricmanager_packages'] if '{branch}' not in e['name']))
     installed = manager.installed(names + fm_names)
     held = manager.held()
     kernels = boot_kernels(platform.release())
@@ -427,27 +547,79 @@ def main():
         module.exit_json(**result)
     origin = params['repo_url'] or None
     available = dict((flavour, manager.available(packages[flavour][0], origin)) for flavour in ('open', 'proprietary'))
-    node = {'facts': params['facts'], 'installed': installed, 'held': held, 'available': available}
+    node = {'facts': params['facts'], 'installed': installed, 'held': held, 'available': available,
+            'previous': previous}
     stream = nvidia_packaging.RHEL_STREAMS['module'] if params['family'] == 'RedHat' else None
     node['module_streams'] = manager.module_streams(stream) if stream else None
     try:
-        if params['fabricmanager_packages']:
+        if request['fabricmanager_packages']:
             # the fabric manager's name can carry the branch: read what the source offers for every branch offered
             branches = sorted(set(node_packages.upstream(v).split('.')[0] for versions in available.values() for v in versions
                                   if node_packages.upstream(v)))
-            fm_names = sorted(set(n for n in (fabricmanager_name(params['fabricmanager_packages'], b)
+            fm_names = sorted(set(n for n in (fabricmanager_name(request['fabricmanager_packages'], b)
                                               for b in branches) if n))
             node['fabricmanager_available'] = dict((n, manager.available(n, origin)) for n in fm_names)
             node['installed'].update(manager.installed(fm_names))
         result['plan'] = plan(request, node)
+        if pinning and manager.apt:
+            # NVIDIA's pinning package of the target version (or branch), when the source offers one: planned again
+            target = result['plan']['target_version']
+            pin_names = [t.format(version=target, branch=V.branch_of(target)) for t in pinning]
+            offered = manager.offered(pin_names, origin)
+            node['pinning_available'] = [(n, offered.get(n) or []) for n in pin_names]
+            node['pinning_installed'] = manager.installed_matching('nvidia-driver-pinning*')
+            if not params['pinning']:
+                # not wanted: none installed, and only those that pin another driver removed
+                node['pinning_available'] = []
+                node['pinning_installed'] = dict((n, v) for n, v in node['pinning_installed'].items()
+                                                 if n not in pin_names)
+            result['plan'] = plan(request, node)
     except PlanError as exc:
         result['variable'] = exc.variable
         module.fail_json(msg=str(exc), **result)
-    if not manager.apt:
+    if manager.apt:
+        try:
+            add_exact_closure(manager, result['plan'], origin, node)
+            if result['plan'].get('drift') and not params['force']:
+                guard_processes(params['facts'] or {}, result['plan']['installed_version'], 'switch')
+        except PlanError as exc:
+            result['variable'] = exc.variable
+            module.fail_json(msg=str(exc), **result)
+    else:
         # dnf installs name-version
         result['plan']['install'] = [spec.replace('=', '-', 1) for spec in result['plan']['install']]
     result['installed'] = node['installed']
     module.exit_json(**result)
+
+
+def add_exact_closure(manager, result, origin, node):
+    """Add to the plan (apt) the exact-version closure of the packages it installs, and the closure of the packages
+    it removes at their installed version (held with them, and conflicting with what replaces them)."""
+    if not result.get('target_package_version'):
+        return
+    skip = set([(result.get('pinning') or {}).get('package'), (result.get('fabricmanager') or {}).get('package')])
+    leads = [spec.split('=')[0] for spec in result['install'] if '=' in spec] + list(result['hold'])
+    leads = [n for i, n in enumerate(leads) if n not in skip and n not in leads[:i]]
+    closure = dependency_closure(leads, result['target_package_version'], manager.show,
+                                 lambda names: manager.offered(names, origin))
+    installed = manager.installed(closure)
+    node['installed'].update(installed)
+    add_closure(result, closure, installed, node['held'])
+    keep = set(spec.split('=')[0] for spec in result['install']) | set(result['hold'])
+    by_version = {}
+    for name in result['remove']:
+        if node['installed'].get(name) and name not in skip:
+            by_version.setdefault(node['installed'][name], []).append(name)
+    leftover = set()
+    for version, names in sorted(by_version.items()):
+        # what the removed packages depend on that is installed at their very version
+        found = dependency_closure(names, version, manager.show, lambda wanted: dict(
+            (n, [v]) for n, v in manager.installed(wanted).items()))
+        leftover.update(n for n in found if n not in keep)
+    if leftover:
+        node['installed'].update(manager.installed(sorted(leftover)))
+        result['remove'] = sorted((set(result['remove']) | leftover) - keep)
+        result['unhold'] = sorted(set(result['unhold']) | (leftover & set(node['held'])))
 
 
 if __name__ == '__main__':

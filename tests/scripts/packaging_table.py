@@ -57,6 +57,16 @@ def _by_branch(entries):
     return ', '.join(parts)
 
 
+def _persistenced(entry):
+    return '`%s`%s' % (entry['name'], '' if entry['versioned'] else ' (its own version)')
+
+
+def _pinning(templates):
+    if not templates:
+        return ''
+    return ' or '.join('`%s`' % t for t in templates) + ', the first the source offers, installed before the driver'
+
+
 def page():
     from ansible_collections.gpuops.node.plugins.module_utils.plans import nvidia_packaging as P
     lines = [
@@ -66,8 +76,11 @@ def page():
         '',
         'What the `nvidia_driver` role installs, per OS family, source (`nvidia_driver_source`: `distro`, `cuda_repo`,',
         'or `mirror`, a copy of NVIDIA\'s repository) and driver branch, from one table',
-        '(`plugins/module_utils/plans/nvidia_packaging.py`) that the role\'s variables are tested against. Each row',
-        'names its sources (below, with how sure each is) and what the role does not do yet for it.',
+        '(`plugins/module_utils/plans/nvidia_packaging.py`), which the plan module (`gpuops.node.nvidia_driver_plan`)',
+        'reads. Beyond the packages a row names, the plan installs and holds every package they depend on that the',
+        'source offers at exactly the driver\'s package version, as the repository\'s own metadata says (`apt-cache',
+        'show`): the exact-version closure, so that a version older than the newest installs. Each row names its',
+        'sources (below, with how sure each is) and what the role does not do yet for it.',
         '',
         '## NVIDIA\'s repositories',
         '',
@@ -88,10 +101,11 @@ def page():
               'IMEX | pinning / stream | installed by the role | sources |',
               '|---|---|---|---|---|---|---|---|---|---|---|---|']
     for row in P.DRIVER:
-        lines.append('| %s | `%s` | %s | %s | %s | `%s` | %s | %s | %s | %s | %s | %s |' % (
+        lines.append('| %s | `%s` | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
             FAMILIES[row.family], row.source, _branches(row), _code(row.packages['open']),
-            _code(row.packages['proprietary']), row.persistenced, _by_branch(row.fabricmanager), _by_branch(row.nscq),
-            _by_branch(row.imex), _cell(row.pinning or P.stream_text(row.stream) or '-'),
+            _code(row.packages['proprietary']), _persistenced(row.persistenced), _by_branch(row.fabricmanager),
+            _by_branch(row.nscq), _by_branch(row.imex),
+            _cell(_pinning(row.pinning) or P.stream_text(row.stream) or '-'),
             ('yes' if row.supported else '**no**') + ('; not yet: ' + _cell(row.gap) if row.gap else ''),
             ', '.join('[%s](#%s)' % (s, s) for s in row.sources)))
     lines += ['', '## Sources', '']

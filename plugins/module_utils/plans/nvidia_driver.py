@@ -241,8 +241,16 @@ def plan(request, node):
         raise PlanError('nvidia_driver_kernel_module', 'open kernel modules start with branch %d, the source offers %s'
                         % (OPEN_SINCE_BRANCH, target_version))
     current = current_package_version(packages, installed, flavour)
-    current_version = upstream(current) if current else None
     current_flavour = installed_flavour(packages, installed)
+    # a driver of another branch range (Ubuntu: named by branch up to 580, without from 590) is the installed one
+    # when the target's names are not installed: its version decides upgrade or downgrade, its packages go
+    previous = [p for p in node.get('previous') or [] if current is None]
+    for other_packages in previous:
+        current = current_package_version(other_packages, installed, flavour)
+        if current is not None:
+            current_flavour = installed_flavour(other_packages, installed)
+            break
+    current_version = upstream(current) if current else None
     other = _flavour_packages(packages)['open' if flavour == 'proprietary' else 'proprietary']
     if current is None:
         action = 'install'
@@ -261,8 +269,15 @@ def plan(request, node):
     fm_install, fm_remove = fabricmanager_changes(fabric, installed)
     extra_install, extra_hold = extras(request.get('extra_packages'), installed, target, action)
     install = (['%s=%s' % (name, target) for name in names] if action != 'none' else []) + extra_install + fm_install
-    remove = sorted(set(p for p in other if p in installed) | set(fm_remove))
-    touched = set(spec.split('=')[0] for spec in install) | set(remove)
+    pinning, pinning_remove = choose_pinning(node, target_version)
+    keep = (set(names) | set(e['name'] for e in request.get('extra_packages') or [])
+            | set(n for n in (fabric.get('package') if fabric.get('wanted') else None, (pinning or {}).get('package'))
+                  if n))
+    replaced = set(n for other_packages in previous for f in FLAVOURS + ('extra',)
+                   for n in other_packages.get(f, ()) if n in installed and n not in keep)
+    remove = sorted((set(p for p in other if p in installed) | set(fm_remove) | replaced | set(pinning_remove)) - keep)
+    touched = (set(spec.split('=')[0] for spec in install) | set(remove)
+               | set([pinning['package']] if pinning and pinning['install'] else []))
     result = {
         'kernel_module': flavour,
         'kernel_module_reason': reason,
@@ -275,7 +290,9 @@ def plan(request, node):
         'install': install,
         'remove': remove,
         'unhold': sorted(touched & set(node.get('held') or [])),
-        'hold': list(names) + extra_hold + ([fabric['package']] if fabric.get('wanted') else []),
+        'hold': (list(names) + extra_hold + ([fabric['package']] if fabric.get('wanted') else [])
+                 + ([pinning['package']] if pinning else [])),
+        'pinning': pinning,
         'fabricmanager': fabric,
         'module_stream': stream,
         'loaded_version': facts.get('driver_version') if facts.get('kernel_module') else None,
@@ -341,3 +358,94 @@ def fabricmanager_changes(fabric, installed):
             return ['%s=%s' % (package, fabric['package_version'])], []
         return [], []
     return [], [package] if package in installed else []
+
+
+def choose_pinning(node, target_version):
+    """(pinning, remove): NVIDIA's pinning package for the target, the first of ``node['pinning_available']``
+    ({name: [versions]}, most exact name first) the source offers: ``{package, package_version, install}`` (install
+    false when it is installed at that version), or None; and the other pinning packages installed
+    (``node['pinning_installed']``, {name: version}), which pin another version and go first."""
+    offered = node.get('pinning_available') or []
+    installed = node.get('pinning_installed') or {}
+    chosen = None
+    for name, versions in offered:
+        if versions:
+            version = sorted(versions, key=V.DpkgKey)[-1]
+            chosen = {'package': name, 'package_version': version, 'install': installed.get(name) != version,
+                      'target_version': target_version}
+            break
+    remove = sorted(n for n in installed if chosen is None or n != chosen['package'])
+    return chosen, remove
+
+
+CLOSURE_LIMIT = 200  # packages a driver set's closure may add: NVIDIA's has fewer than 20
+
+
+def dependency_closure(leads, package_version, show, offered, depth=20, limit=CLOSURE_LIMIT):
+    """The packages beyond ``leads`` that the driver set needs at exactly ``package_version``: for every Depends or
+    Pre-Depends group of a package of the set that no package of the set satisfies yet, the first alternative the
+    source offers at that very version, transitively. apt takes the newest version of a dependency not named;
+    NVIDIA's and Debian's driver packages depend on each other at their exact version, so an older driver installs
+    only with all of them named. A group with no alternative at the version (libc6, dkms, a virtual package) is
+    apt's to satisfy.
+
+    ``show(specs)`` returns the ``parsers.apt_show`` stanzas of ``name=version`` specs; ``offered(names)`` returns
+    {name: [versions]} the source offers. Returns the names in the order found (a breadth-first walk). A walk deeper
+    than ``depth`` levels, or one that adds more than ``limit`` packages, raises PlanError: the source's metadata is
+    not a driver's."""
+    chosen = set(leads)
+    level, found = list(leads), []
+    for _depth in range(depth):
+        if not level:
+            return found
+        stanzas = show(['%s=%s' % (name, package_version) for name in level])
+        groups = [[alt['name'] for alt in group] for stanza in stanzas
+                  if stanza['package'] in level and stanza['version'] == package_version
+                  for group in stanza['depends'] + stanza['pre_depends']]
+        groups = [g for g in groups if not chosen.intersection(g)]
+        names = sorted(set(n for g in groups for n in g))
+        available = offered(names) if names else {}
+        level = []
+        for group in groups:
+            if chosen.intersection(group):
+                continue  # satisfied by an alternative chosen for an earlier group
+            for name in group:
+                if package_version in (available.get(name) or []):
+                    chosen.add(name)
+                    level.append(name)
+                    break
+        found += level
+        if len(found) > limit:
+            raise PlanError('nvidia_driver_source', 'the driver packages at %s depend on more than %d packages at '
+                            'that version (%s, ...): not the metadata of a driver repository'
+                            % (package_version, limit, ', '.join(found[:5])))
+    if level:
+        raise PlanError('nvidia_driver_source', 'the dependencies of the driver packages at %s go deeper than %d '
+                        'levels (%s): not the metadata of a driver repository' % (package_version, depth,
+                                                                                  ', '.join(level[:5])))
+    return found
+
+
+def add_closure(result, closure, installed, held):
+    """The plan ``result`` with the exact-version ``closure`` of its packages (names) installed at the target's
+    package version where they are not, released from their hold first, and held; ``installed`` {name: version}
+    of the closure's packages, ``held`` the names apt holds. A plan with nothing to change whose closure has moved
+    (a package upgraded or downgraded alone, or never held) becomes a ``switch`` that puts it back (``drift``),
+    which the caller must guard like any change; ``downgrades`` says whether a spec is older than what is
+    installed."""
+    target = result['target_package_version']
+    named = set(spec.split('=')[0] for spec in result['install'])
+    extra = [name for name in closure if name not in named and name not in result['hold']]
+    drift = [name for name in extra if installed.get(name) != target]
+    install = extra if result['action'] != 'none' else drift
+    if result['action'] == 'none' and drift:
+        result['action'] = 'switch'
+        result['drift'] = drift
+    result['install'] = result['install'] + ['%s=%s' % (name, target) for name in install]
+    result['unhold'] = sorted(set(result['unhold']) | (set(install) & set(held or [])))
+    result['hold'] = result['hold'] + extra
+    result['closure'] = list(extra)
+    result['remove'] = [name for name in result['remove'] if name not in set(result['hold'])]
+    result['downgrades'] = result['action'] == 'downgrade' or any(
+        installed.get(name) and V.dpkg_compare(target, installed[name]) < 0 for name in install)
+    return result

@@ -9,11 +9,18 @@ signs each and the branches each carries. ``DRIVER`` has a row per (OS family, s
 of each kernel module flavour, the package that carries nvidia-persistenced, the fabric manager, NSCQ and IMEX
 packages by branch, the pinning packages NVIDIA provides and, for the modular RHEL repositories, the module stream.
 ``supported`` says whether the nvidia_driver role installs that row today; ``gap`` says what it does not do yet.
+The nvidia_driver_plan module reads its package lists from here (``driver_packages``); the role names none.
+Beyond the packages a row names, the plan installs and holds every package they depend on that the source offers
+at exactly the driver's package version, read from the repository's own metadata (the exact-version closure).
+``persistenced`` is ``{name, versioned}``: versioned packages follow the driver's package version. ``pinning``
+names NVIDIA's pinning packages, most exact first: the plan installs the first one the source offers, in its own
+transaction before the driver (guide-ubuntu).
 
 Every row names its ``sources`` (keys of ``SOURCES``): NVIDIA's Driver Installation Guide, NVIDIA's own
 installers (NVIDIA/gpu-driver-container at a commit), the distributions' packaging, and public scripts or logs
 that quote real package metadata, each with how sure it is. docs/packaging.md is generated from this table
-(tests/scripts/packaging_table.py), and a unit test keeps the nvidia_driver role's vars in agreement with it.
+(tests/scripts/packaging_table.py), and so is the NVIDIA driver column of the README's platform table
+(tests/scripts/platforms_table.py).
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -146,45 +153,43 @@ DRIVER = (
                      'nvidia-utils-{branch}-server'),
             'proprietary': ('nvidia-dkms-{branch}-server', 'nvidia-headless-{branch}-server',
                             'nvidia-utils-{branch}-server')},
-           'nvidia-compute-utils-{branch}-server', ({'name': 'nvidia-fabricmanager-{branch}', 'since_branch': 0},),
-           (), (), None, None, True, '', ('role-distro-ubuntu',)),
+           {'name': 'nvidia-compute-utils-{branch}-server', 'versioned': True},
+           ({'name': 'nvidia-fabricmanager-{branch}', 'since_branch': 0},),
+           (), (), (), None, True, '', ('role-distro-ubuntu',)),
     Driver('Ubuntu', 'cuda_repo', (0, 580),
            {'open': ('nvidia-dkms-{branch}-open', 'libnvidia-compute-{branch}', 'nvidia-utils-{branch}'),
             'proprietary': ('nvidia-dkms-{branch}', 'libnvidia-compute-{branch}', 'nvidia-utils-{branch}')},
-           'nvidia-compute-utils-{branch}', _FM_APT, _NSCQ_APT, _IMEX_APT,
-           'nvidia-driver-pinning-{version} (580: also nvidia-driver-pinning-580)', None, True,
-           'not the exact-version closure: the packages the named ones depend on (nvidia-kernel-common-<branch>, '
-           'nvidia-firmware-<branch>, ...) are left to apt; the pinning package is not used',
+           {'name': 'nvidia-compute-utils-{branch}', 'versioned': True}, _FM_APT, _NSCQ_APT, _IMEX_APT,
+           ('nvidia-driver-pinning-{version}', 'nvidia-driver-pinning-{branch}'), None, True, '',
            ('ubuntu-580-names', 'gdc-ubuntu', 'ubuntu-pinning')),
     Driver('Ubuntu', 'cuda_repo', (590, None),
            {'open': ('nvidia-dkms-open', 'libnvidia-compute', 'nvidia-utils'),
             'proprietary': ('nvidia-dkms', 'libnvidia-compute', 'nvidia-utils')},
-           'nvidia-compute-utils', ({'name': 'nvidia-fabricmanager', 'since_branch': 0},),
+           {'name': 'nvidia-compute-utils', 'versioned': True}, ({'name': 'nvidia-fabricmanager', 'since_branch': 0},),
            ({'name': 'libnvidia-nscq', 'since_branch': 0},), ({'name': 'nvidia-imex', 'since_branch': 0},),
-           'nvidia-driver-pinning-{branch} or nvidia-driver-pinning-{version}, installed before the driver', None,
-           False, 'names without the branch, the branch and version chosen by the pinning package: not installed '
-           'by the role yet (it names packages by branch)',
+           ('nvidia-driver-pinning-{version}', 'nvidia-driver-pinning-{branch}'), None, True, '',
            ('guide-recent-updates', 'guide-ubuntu', 'gdc-ubuntu2604', 'ubuntu-pinning')),
     Driver('Debian', 'distro', (0, None),
            {'open': ('nvidia-open-kernel-dkms', 'nvidia-open-kernel-support', 'firmware-nvidia-gsp', 'nvidia-smi',
                      'libnvidia-ml1', 'libcuda1'),
             'proprietary': ('nvidia-kernel-dkms', 'nvidia-kernel-support', 'firmware-nvidia-gsp', 'nvidia-smi',
                             'libnvidia-ml1', 'libcuda1')},
-           'nvidia-persistenced', (), (), (), None, None, True, 'Debian packages no fabric manager',
+           {'name': 'nvidia-persistenced', 'versioned': False}, (), (), (), (), None, True,
+           'Debian packages no fabric manager',
            ('debian-archive',)),
-    Driver('Debian', 'cuda_repo', (0, None), _DEBIAN_REPO, 'nvidia-persistenced', _FM_APT, _NSCQ_APT, _IMEX_APT,
-           'nvidia-driver-pinning-{branch} or nvidia-driver-pinning-{version}', None, True,
-           'the pinning package is not used (the exact-version closure is named instead)',
+    Driver('Debian', 'cuda_repo', (0, None), _DEBIAN_REPO, {'name': 'nvidia-persistenced', 'versioned': True},
+           _FM_APT, _NSCQ_APT, _IMEX_APT, ('nvidia-driver-pinning-{version}', 'nvidia-driver-pinning-{branch}'), None,
+           True, '',
            ('dataproc-debian', 'debian-archive', 'guide-recent-updates', 'gdc-ubuntu')),
     Driver('RedHat', 'cuda_repo', (0, None),
            {'open': ('kmod-nvidia-open-dkms', 'nvidia-driver', 'nvidia-driver-cuda', 'libnvidia-ml'),
             'proprietary': ('kmod-nvidia-latest-dkms', 'nvidia-driver', 'nvidia-driver-cuda', 'libnvidia-ml')},
-           'nvidia-persistenced',
+           {'name': 'nvidia-persistenced', 'versioned': True},
            ({'name': 'nvidia-fabricmanager', 'since_branch': 580}, {'name': 'nvidia-fabric-manager', 'since_branch': 460},
             {'name': 'nvidia-fabricmanager-{branch}', 'since_branch': 0}),
            ({'name': 'libnvidia-nscq', 'since_branch': 580}, {'name': 'libnvidia-nscq-{branch}', 'since_branch': 0}),
            ({'name': 'nvidia-imex', 'since_branch': 580}, {'name': 'nvidia-imex-{branch}', 'since_branch': 550}),
-           None, RHEL_STREAMS, True, '',
+           (), RHEL_STREAMS, True, '',
            ('guide-rhel', 'gdc-rhel', 'hpc-rhel', 'rhel-fm-names', 'rhel-streams')),
 )
 
@@ -229,3 +234,27 @@ def by_branch(entries, branch):
         if branch >= int(entry.get('since_branch') or 0):
             return entry['name'].format(branch=branch)
     return None
+
+
+def driver_packages(family, source, branch):
+    """What the plan installs for (``family``, ``source``, ``branch``): ``{packages: {open, proprietary},
+    persistenced: {name, versioned}, fabricmanager: [{name, since_branch}], pinning: (templates), row}``, names
+    still holding ``{branch}`` and ``{version}``. ``branch`` None (neither a branch nor a version asked for): the
+    newest branch range's row. None when the table has no row."""
+    if branch is None:
+        rows = [r for r in DRIVER if r.family == family and r.source == ('cuda_repo' if source == 'mirror' else source)
+                and r.branches[1] is None]
+        row = rows[0] if rows else None
+    else:
+        row = driver_row(family, source, int(branch))
+    if row is None:
+        return None
+    return {'packages': dict((f, list(n)) for f, n in row.packages.items()), 'persistenced': dict(row.persistenced),
+            'fabricmanager': [dict(e) for e in row.fabricmanager], 'pinning': tuple(row.pinning), 'row': row}
+
+
+def other_rows(family, source, row):
+    """The rows of (``family``, ``source``) other than ``row``: where a driver installed from another branch range
+    has its packages (Ubuntu names them by branch up to 580, without from 590)."""
+    source = 'cuda_repo' if source == 'mirror' else source
+    return [r for r in DRIVER if r.family == family and r.source == source and r is not row]

@@ -38,6 +38,8 @@ from repo_paths import REPO
 from simhelpers import profile_path, profile_tree
 from simulator import bundle
 
+from ansible_collections.gpuops.node.plugins.module_utils.plans import nvidia_packaging
+
 REAL = os.path.abspath(real_path(''))
 PLAYBOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'modules_through_ansible', 'playbook.yml')
 MODULES = sorted(name[:-3] for name in os.listdir(os.path.join(REPO, 'plugins', 'modules'))
@@ -168,8 +170,7 @@ def _inputs(tmp):
                        ('dkms', DKMS)):
         _program(tmp, os.path.join('debian-driverless', name), text)
     _program(tmp, os.path.join('debian-rdma', 'dpkg-query'), DPKG_QUERY_RDMA)
-    with open(os.path.join(REPO, 'roles', 'nvidia_driver', 'vars', 'Debian.yml')) as handle:
-        debian = yaml.safe_load(handle)['__nvidia_driver_sources']['distro']
+    debian = nvidia_packaging.driver_packages('Debian', 'distro', None)
     return {
         'tmp': tmp,
         'real': REAL,

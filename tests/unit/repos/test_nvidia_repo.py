@@ -14,9 +14,10 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 
 from repo_paths import REPO as ROOT
+
+from ansible_collections.gpuops.node.plugins.module_utils.plans import nvidia_packaging
 
 SCRIPT = os.path.join(ROOT, 'tests', 'repo', 'build_nvidia_repo.py')
 MISSING = [tool for tool in ('dpkg-deb', 'apt-ftparchive', 'gpg') if shutil.which(tool) is None]
@@ -243,9 +244,8 @@ def test_apt_accepts_it_and_couples_versions(repo, tmp_path):
     old = install(*('%s=%s' % (name, OLD) for name in closure))
     assert old.returncode == 0, old.stdout
     assert all('(%s ' % OLD in l for l in old.stdout.splitlines() if l.startswith('Inst '))
-    # the nvidia_driver role's list for this repository (vars/Debian.yml) is that closure: an older version installs
-    with open(os.path.join(ROOT, 'roles', 'nvidia_driver', 'vars', 'Debian.yml')) as handle:
-        role = yaml.safe_load(handle)['__nvidia_driver_sources']['cuda_repo']
+    # the packaging table's list for this repository (the plan module's) is that closure: an older version installs
+    role = nvidia_packaging.driver_packages('Debian', 'cuda_repo', '580')
     for flavour in ('open', 'proprietary'):
         names = role['packages'][flavour] + [role['persistenced']['name']]
         pinned = install(*('%s=%s' % (name, OLD) for name in names))

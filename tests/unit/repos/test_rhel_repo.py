@@ -23,11 +23,10 @@ import shutil
 import subprocess
 
 import pytest
-import yaml
 
 import build_rhel_repo  # tests/repo
-from repo_paths import REPO
 
+from ansible_collections.gpuops.node.plugins.module_utils.plans import nvidia_packaging
 from ansible_collections.gpuops.node.plugins.module_utils.plans.nvidia_driver import PlanError, plan
 from ansible_collections.gpuops.node.plugins.modules import nvidia_driver_plan as module_plan
 
@@ -47,8 +46,9 @@ OS_RELEASE = 'NAME="Red Hat Enterprise Linux"\nVERSION_ID="9.6"\nID="rhel"\nPLAT
 
 
 def _role_vars():
-    with open(os.path.join(REPO, 'roles', 'nvidia_driver', 'vars', 'RedHat.yml')) as handle:
-        return yaml.safe_load(handle)['__nvidia_driver_sources']['cuda_repo']
+    """What the plan module reads from the packaging table for NVIDIA's RHEL repository (the role names none)."""
+    entry = nvidia_packaging.driver_packages('RedHat', 'cuda_repo', '580')
+    return {'packages': entry['packages'], 'fabricmanager': entry['fabricmanager']}
 
 
 class FakeModule(object):

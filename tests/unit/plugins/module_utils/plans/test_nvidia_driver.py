@@ -221,11 +221,6 @@ def test_make_log_errors():
      "NVIDIA's debian13 repository carries no 580 driver"),
     ({'source': 'cuda_repo', 'family': 'Debian', 'repository': 'debian13', 'version': '580.126.20'}, (OLD, NEW),
      'only branches 590 and later'),
-    ({'source': 'cuda_repo', 'family': 'Ubuntu', 'repository': 'ubuntu2404', 'branch': '590'}, ('590.48.01-1ubuntu1',),
-     'names without the branch'),
-    # with no branch asked, the newest the source offers is checked too
-    ({'source': 'mirror', 'family': 'Ubuntu', 'repository': 'ubuntu2404'}, ('580.159.04-1ubuntu1', '595.71.05-1ubuntu1'),
-     'branch 595 from mirror on Ubuntu'),
 ])
 def test_packaging_refusals(kw, available, words):
     with pytest.raises(PlanError) as info:

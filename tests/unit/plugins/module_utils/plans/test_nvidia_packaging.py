@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """The one table of NVIDIA's packaging (plans/nvidia_packaging.py): complete, every row sourced, and the
-nvidia_driver role's variables in agreement with it for every OS, source and branch the role installs.
+plan module reading from it every OS, source and branch the nvidia_driver role offers (the role names no packages).
 
 What it cannot prove: that the rows are NVIDIA's packaging today. They are what the cited documents, NVIDIA's own
 installers and the quoted real metadata say; the sources marked "likely" are third parties quoting real output."""
@@ -15,7 +15,6 @@ import yaml
 from repo_paths import REPO
 
 from ansible_collections.gpuops.node.plugins.module_utils.plans import nvidia_packaging as P
-from ansible_collections.gpuops.node.plugins.module_utils.plans.nvidia_driver import fabricmanager_name
 
 VARS = os.path.join(REPO, 'roles', 'nvidia_driver', 'vars')
 FAMILY_VARS = {'Ubuntu': 'Ubuntu.yml', 'Debian': 'Debian.yml', 'RedHat': 'RedHat.yml'}
@@ -50,20 +49,31 @@ def test_branch_ranges_cover_every_branch_once():
 
 
 @pytest.mark.parametrize('family', sorted(FAMILY_VARS))
-def test_the_roles_packages_are_the_tables(family):
+def test_the_plan_reads_every_source_of_the_role_from_the_table(family):
+    # the role names no packages (vars/<family>.yml): the plan module reads them here for each source it offers
     sources = _role_vars(family)['__nvidia_driver_sources']
-    for source, spec in sources.items():
-        for branch in BRANCHES:
-            row = P.driver_row(family, source, branch)
-            assert row is not None, (family, source, branch)
-            if not row.supported:
-                assert row.gap, row
-                continue
-            role_packages = dict((f, tuple(n)) for f, n in spec['packages'].items())
-            assert role_packages == dict(row.packages), (family, source, branch)
-            assert spec['persistenced']['name'] == row.persistenced, (family, source)
-            assert fabricmanager_name(spec['fabricmanager'], str(branch)) == P.by_branch(row.fabricmanager, branch), (
-                family, source, branch)
+    for source in sources:
+        for branch in BRANCHES + (None,):
+            entry = P.driver_packages(family, source, branch)
+            assert entry is not None and entry['row'].supported, (family, source, branch)
+            packages = entry['packages']
+            assert sorted(packages) == ['open', 'proprietary'], (family, source)
+            # the first package of each flavour is the kernel module package that decides the version
+            assert 'dkms' in packages['open'][0] and 'dkms' in packages['proprietary'][0], (family, source)
+            assert packages['open'][0] != packages['proprietary'][0], (family, source)
+            assert sorted(entry['persistenced']) == ['name', 'versioned'], (family, source)
+            for item in entry['fabricmanager']:
+                assert sorted(item) == ['name', 'since_branch'], (family, source)
+            assert all('{version}' in t or '{branch}' in t for t in entry['pinning']), (family, source)
+        assert all(set(spec) - {'module_names'} == {'dkms_modules'} for spec in sources.values()), family
+
+
+def test_no_branch_asked_reads_the_newest_branch_range():
+    assert P.driver_packages('Ubuntu', 'cuda_repo', None)['packages']['open'][0] == 'nvidia-dkms-open'
+    assert P.driver_packages('Ubuntu', 'mirror', '580')['packages']['open'][0] == 'nvidia-dkms-{branch}-open'
+    assert P.driver_packages('Ubuntu', 'distro', None)['packages']['open'][0] == 'nvidia-dkms-{branch}-server-open'
+    row = P.driver_packages('Ubuntu', 'cuda_repo', '595')['row']
+    assert [r.branches for r in P.other_rows('Ubuntu', 'mirror', row)] == [(0, 580)]
 
 
 def test_the_roles_repository_keys_are_the_tables():
@@ -86,8 +96,8 @@ def test_the_fabric_manager_changes_name_at_580_on_rhel():
 def test_ubuntu_drops_the_branch_from_its_names_at_590():
     assert P.driver_row('Ubuntu', 'cuda_repo', 580).packages['open'][0] == 'nvidia-dkms-{branch}-open'
     row = P.driver_row('Ubuntu', 'mirror', 590)
-    assert row.packages['open'][0] == 'nvidia-dkms-open' and not row.supported
-    assert 'pinning' in row.pinning
+    assert row.packages['open'][0] == 'nvidia-dkms-open' and row.supported
+    assert row.pinning == ('nvidia-driver-pinning-{version}', 'nvidia-driver-pinning-{branch}')
 
 
 def test_debian13_has_its_own_key_and_no_580():
