@@ -37,12 +37,9 @@ Needs dpkg-deb, apt-ftparchive (apt-utils) and gpg.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import argparse
 import hashlib
 import os
-import shutil
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import build_nvidia_repo as base  # noqa: E402  pylint: disable=wrong-import-position
@@ -421,26 +418,18 @@ def build(out, force=False, driver_versions=()):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
-    parser.add_argument('--out', required=True, help='directory to build the repository and keys in')
-    parser.add_argument('--force', action='store_true', help='rebuild even when DIR/.inputs says it is current')
-    parser.add_argument('--driver-versions', type=base.parse_versions, default=[],
-                        help='also the driver packages of these versions (comma-separated), as build_nvidia_repo.py '
-                             'builds them')
-    args = parser.parse_args(argv)
-    for tool in ('dpkg-deb', 'apt-ftparchive', 'gpg', 'gpgconf'):
-        if shutil.which(tool) is None:
-            parser.error('%s not found (Debian: apt-get install dpkg apt-utils gpg)' % tool)
-    os.umask(0o022)
-    out = os.path.abspath(args.out)
-    start = time.time()
-    if build(out, args.force, args.driver_versions):
-        print('built %s/repo (DCGM %s and %s, NCCL %s%s) in %.1fs' % (
-            out, ', '.join(r['version'] for r in DCGM), DCGM3['version'], ', '.join(NCCL),
-            ', driver %s' % ', '.join(args.driver_versions) if args.driver_versions else '', time.time() - start))
-    else:
-        print('%s/repo is current (same scripts as in %s/.inputs)' % (out, out))
-    return 0
+    def add_arguments(parser):
+        parser.add_argument('--driver-versions', type=base.parse_versions, default=[],
+                            help='also the driver packages of these versions (comma-separated), as '
+                                 'build_nvidia_repo.py builds them')
+
+    def describe(args):
+        return 'DCGM %s and %s, NCCL %s%s' % (
+            ', '.join(r['version'] for r in DCGM), DCGM3['version'], ', '.join(NCCL),
+            ', driver %s' % ', '.join(args.driver_versions) if args.driver_versions else '')
+
+    return base.cli(argv, __doc__, lambda out, args: build(out, args.force, args.driver_versions), add_arguments,
+                    describe)
 
 
 if __name__ == '__main__':

@@ -23,14 +23,12 @@ Needs dpkg-deb, apt-ftparchive (apt-utils) and gpg; tests/repo/README.md has mor
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import argparse
 import email.utils
 import hashlib
 import json
 import os
 import shutil
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import build_nvidia_repo as base  # noqa: E402  pylint: disable=wrong-import-position
@@ -342,24 +340,12 @@ def build(out, release, force=False):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
-    parser.add_argument('--out', required=True, help='directory to build the repository and keys in')
-    parser.add_argument('--release', choices=sorted(RELEASES), default=DEFAULT_RELEASE,
-                        help='DOCA release whose package versions the stand-ins carry (default: %(default)s)')
-    parser.add_argument('--force', action='store_true', help='rebuild even when DIR/.inputs says it is current')
-    args = parser.parse_args(argv)
-    for tool in ('dpkg-deb', 'apt-ftparchive', 'gpg', 'gpgconf'):
-        if shutil.which(tool) is None:
-            parser.error('%s not found (Debian: apt-get install dpkg apt-utils gpg)' % tool)
-    os.umask(0o022)
-    out = os.path.abspath(args.out)
-    start = time.time()
-    if build(out, args.release, args.force):
-        print('built %s/repo (DOCA %s, OFED %s) in %.1fs' % (
-            out, args.release, RELEASES[args.release]['ofed'], time.time() - start))
-    else:
-        print('%s/repo is current (same scripts and arguments as in %s/.inputs)' % (out, out))
-    return 0
+    def add_arguments(parser):
+        parser.add_argument('--release', choices=sorted(RELEASES), default=DEFAULT_RELEASE,
+                            help='DOCA release whose package versions the stand-ins carry (default: %(default)s)')
+
+    return base.cli(argv, __doc__, lambda out, args: build(out, args.release, args.force), add_arguments,
+                    lambda args: 'DOCA %s, OFED %s' % (args.release, RELEASES[args.release]['ofed']))
 
 
 if __name__ == '__main__':

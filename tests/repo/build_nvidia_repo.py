@@ -431,11 +431,13 @@ def parse_versions(text):
     return list(dict.fromkeys(versions))
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
+def cli(argv, doc, build, add_arguments, describe):
+    """The command line every repository builder shares: ``--out`` and ``--force`` and what ``add_arguments(parser)``
+    adds; the tools checked; ``build(out, args)`` run (False: already current); what was built said with
+    ``describe(args)``. Returns the exit status."""
+    parser = argparse.ArgumentParser(description=doc.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--out', required=True, help='directory to build the repository and keys in')
-    parser.add_argument('--versions', type=parse_versions, default=list(DEFAULT_VERSIONS),
-                        help='driver package versions, comma separated (default: %(default)s)')
+    add_arguments(parser)
     parser.add_argument('--force', action='store_true', help='rebuild even when DIR/.inputs says it is current')
     args = parser.parse_args(argv)
     for tool in ('dpkg-deb', 'apt-ftparchive', 'gpg', 'gpgconf'):
@@ -444,11 +446,20 @@ def main(argv=None):
     os.umask(0o022)
     out = os.path.abspath(args.out)
     start = time.time()
-    if build(out, args.versions, args.force):
-        print('built %s/repo (%s) in %.1fs' % (out, ', '.join(args.versions), time.time() - start))
+    if build(out, args):
+        print('built %s/repo (%s) in %.1fs' % (out, describe(args), time.time() - start))
     else:
-        print('%s/repo is current (same script and arguments as in %s/.inputs)' % (out, out))
+        print('%s/repo is current (same scripts and arguments as in %s/.inputs)' % (out, out))
     return 0
+
+
+def main(argv=None):
+    def add_arguments(parser):
+        parser.add_argument('--versions', type=parse_versions, default=list(DEFAULT_VERSIONS),
+                            help='driver package versions, comma separated (default: %(default)s)')
+
+    return cli(argv, __doc__, lambda out, args: build(out, args.versions, args.force), add_arguments,
+               lambda args: ', '.join(args.versions))
 
 
 if __name__ == '__main__':

@@ -37,9 +37,7 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import build_nvidia_repo as base  # noqa: E402  pylint: disable=wrong-import-position
@@ -206,23 +204,12 @@ def parse_versions(text):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
-    parser.add_argument('--out', required=True, help='directory to build the repository and keys in')
-    parser.add_argument('--versions', type=parse_versions, default=list(DEFAULT_VERSIONS),
-                        help='driver package versions, comma separated (default: %(default)s)')
-    parser.add_argument('--force', action='store_true', help='rebuild even when DIR/.inputs says it is current')
-    args = parser.parse_args(argv)
-    for tool in ('dpkg-deb', 'apt-ftparchive', 'gpg', 'gpgconf'):
-        if shutil.which(tool) is None:
-            parser.error('%s not found (Debian: apt-get install dpkg apt-utils gpg)' % tool)
-    os.umask(0o022)
-    out = os.path.abspath(args.out)
-    start = time.time()
-    if build(out, args.versions, args.force):
-        print('built %s/repo (%s) in %.1fs' % (out, ', '.join(args.versions), time.time() - start))
-    else:
-        print('%s/repo is current (same script and arguments as in %s/.inputs)' % (out, out))
-    return 0
+    def add_arguments(parser):
+        parser.add_argument('--versions', type=parse_versions, default=list(DEFAULT_VERSIONS),
+                            help='driver package versions, comma separated (default: %(default)s)')
+
+    return base.cli(argv, __doc__, lambda out, args: build(out, args.versions, args.force), add_arguments,
+                    lambda args: ', '.join(args.versions))
 
 
 if __name__ == '__main__':
