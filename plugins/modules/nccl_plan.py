@@ -21,13 +21,19 @@ description:
     the node class's C(nic_names) globs select, so storage and front-end NICs stay out; or exactly the devices
     C(nccl_ib_hcas) selects. It is written with NCCL's C(=) prefix (exact names) and each device's ports
     (C(=mlx5_0:1,mlx5_1:1)).
-  - With O(packages), reads what apt offers (C(apt-cache show)) and has installed (C(dpkg-query)), and picks the
-    version of C(nccl_version) built for the CUDA major version of the driver (C(+cudaNN.M) in NVIDIA's package
-    versions, a C(libcudartNN) dependency in the distribution's).
+  - Names the NCCL packages of the node's OS family (O(family)) from the collection's packaging table (the
+    runtime, and its headers with C(nccl_dev) or C(nccl_tests_build)), C(libnccl2) and C(libnccl-dev) on Debian
+    and Ubuntu, C(libnccl) and C(libnccl-devel) on RHEL and its rebuilds.
+  - With O(read_packages), reads what the package manager offers (C(apt-cache show), or C(dnf repoquery)) and has
+    installed (C(dpkg-query), or C(rpm -q)), and picks the version of C(nccl_version) built for the CUDA major
+    version of the driver (C(+cudaNN.M) in NVIDIA's package versions, a C(libcudartNN) dependency in the
+    distribution's).
   - A request the role must refuse fails the module with every problem, each starting with the variable to
     change; nothing is changed. An NCCL variable name NCCL does not document is a warning.
 author:
   - gpuops.node maintainers (@gpuops)
+extends_documentation_fragment:
+  - gpuops.node.package_source
 attributes:
   check_mode:
     support: full
@@ -52,19 +58,18 @@ options:
         Without it, or without C(nic_names), every RDMA device is a candidate.
     type: dict
     default: {}
-  packages:
+  family:
     description:
-      - The NCCL packages to install (C(libnccl2), C(libnccl-dev)); the first one's versions are read from apt.
-        Empty, nothing is read from the package manager.
-    type: list
-    elements: str
-    default: []
-  repo_url:
-    description:
-      - With O(packages), count only the versions this repository offers (C(apt-cache madison)); empty, every
-        source apt has.
+      - The node's OS family (C(ansible_facts.os_family)), C(Debian), C(Ubuntu) (the same names as Debian) or
+        C(RedHat). One the packaging table has no NCCL row for fails the module.
     type: str
-    default: ''
+    required: true
+  read_packages:
+    description:
+      - Read the versions the package manager offers and the installed ones, and pick the package version. False,
+        nothing is read from the package manager (the source is not configured yet).
+    type: bool
+    default: false
 '''
 
 EXAMPLES = r'''
@@ -76,7 +81,8 @@ EXAMPLES = r'''
       nccl_ib_hcas: []
     facts: "{{ ansible_facts.gpu_topology }}"
     profile: "{{ gpuops_node_class_profile }}"
-    packages: [libnccl2, libnccl-dev]
+    family: "{{ ansible_facts.os_family }}"
+    read_packages: true
   register: nccl_plan
 '''
 
@@ -108,16 +114,33 @@ gpu_count:
   returned: success
   type: int
   sample: 8
+packages:
+  description: The NCCL packages to install on this OS family, the runtime first.
+  returned: success
+  type: list
+  elements: str
+  sample: [libnccl2, libnccl-dev]
+package_manager:
+  description: The package manager of O(family), C(apt) or C(dnf), and how the role holds the packages.
+  returned: success
+  type: dict
+  sample: {name: apt, hold: apt-mark hold}
 package_version:
-  description: The package version to install, with O(packages); null without.
+  description: The package version to install, with O(read_packages); null without.
   returned: success
   type: str
   sample: 2.23.4-1+cuda12.6
 installed:
-  description: The installed version of each of O(packages) (absent when not installed).
+  description: The installed version of each of RV(packages) (absent when not installed), with O(read_packages).
   returned: success
   type: dict
   sample: {libnccl2: 2.21.5-1+cuda12.4}
+changes:
+  description: The packages of RV(packages) that are not installed at RV(package_version), with O(read_packages).
+  returned: success
+  type: list
+  elements: str
+  sample: [libnccl-devel]
 test_command:
   description: The command of the acceptance gate (C(nccl_test_command), else all_reduce_perf of the built nccl-tests over every GPU, else empty).
   returned: success
@@ -132,33 +155,38 @@ errors:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.node.plugins.module_utils import command
+from ansible_collections.gpuops.node.plugins.module_utils.node.package_manager import PackageManager
 from ansible_collections.gpuops.node.plugins.module_utils.plans import nccl as plans_nccl
-from ansible_collections.gpuops.node.plugins.module_utils.node.packages import parse_dpkg_status, parse_madison
-
-_DPKG = ['dpkg-query', '-W', '-f', '${Package}\\t${Version}\\t${db:Status-Abbrev}\\n']
 
 
-def _run(module, argv, allowed=(0,)):
-    return command.check(module, argv, allowed, fail=lambda msg: module.fail_json(msg=msg, errors=[])).out
-
-
-def read_packages(module, packages, repo_url):
-    """``(entries, installed)``: the versions apt offers of the first package, and the installed versions."""
-    entries = plans_nccl.parse_apt_show(_run(module, ['apt-cache', 'show', packages[0]], allowed=(0, 100)), packages[0])
-    if repo_url:
-        offered = parse_madison(_run(module, ['apt-cache', 'madison', packages[0]]), packages[0], repo_url)
-        entries = [e for e in entries if e['version'] in offered]
-    # dpkg-query exits 1 when a named package is unknown to dpkg
-    status = parse_dpkg_status(_run(module, _DPKG + list(packages), allowed=(0, 1)))
-    return entries, dict((p, status[p]) for p in packages if p in status)
+def read_packages(module, packages, manager_name, repo_url, repo_id):
+    """``(entries, installed)``: the versions package manager ``manager_name`` offers of the first package
+    (``[{version, depends}]``), and the installed versions."""
+    manager = PackageManager(module, name=manager_name, fail=lambda msg: module.fail_json(msg=msg, errors=[]))
+    first = packages[0]
+    if manager.apt:
+        entries = []
+        for stanza in manager.show([first]):
+            if stanza['package'] == first and all(e['version'] != stanza['version'] for e in entries):
+                entries.append({'version': stanza['version'], 'depends': stanza['fields'].get('Depends', '')})
+        if repo_url:
+            offered = manager.offered([first], repo_url)[first]
+            entries = [e for e in entries if e['version'] in offered]
+    else:
+        entries = [{'version': v, 'depends': ''}
+                   for v in manager.available(first, repo=repo_id if repo_url and repo_id else None)]
+    return entries, manager.installed(list(packages))
 
 
 def plan(params, read=None):
-    """The module's result from its parameters; ``read(packages, repo_url)`` reads apt (tests pass their own)."""
+    """The module's result from its parameters; ``read(packages, manager, repo_url, repo_id)`` reads the package
+    manager (tests pass their own)."""
     values = params['variables']
     facts = params['facts']
     errors, warnings = plans_nccl.validate(values)
+    packages, manager, family_error = plans_nccl.packages_of(params.get('family') or '', values)
+    if family_error:
+        errors.append(family_error)
     profile = params.get('profile') or {}
     hcas, hca_errors, hca_warnings = plans_nccl.select_hcas(facts, profile.get('nic_names'), values.get('nccl_ib_hcas') or [])
     errors.extend(hca_errors)
@@ -167,19 +195,22 @@ def plan(params, read=None):
     errors.extend(cuda_errors)
     gpu_count = facts.get('gpu_count') or len(facts.get('pci_gpus') or [])
     result = {'ib_hca': hcas, 'cuda': {'major': major, 'minor': minor}, 'gpu_count': gpu_count,
-              'package_version': None, 'installed': {}, 'settings': {}, 'conf_lines': [], 'test_command': '',
+              'packages': packages, 'package_manager': manager,
+              'package_version': None, 'installed': {}, 'changes': [], 'settings': {}, 'conf_lines': [], 'test_command': '',
               'warnings': warnings, 'errors': errors}
     if errors:
         return result
     merged = plans_nccl.settings(values, hcas)
     result.update(settings=merged, conf_lines=plans_nccl.conf_lines(merged), test_command=plans_nccl.test_command(values, gpu_count))
-    if params.get('packages') and read is not None:
-        entries, installed = read(params['packages'], params.get('repo_url') or '')
+    if params.get('read_packages') and read is not None:
+        entries, installed = read(packages, manager['name'], params.get('repo_url') or '', params.get('repo_id') or '')
         result['installed'] = installed
-        version, error = plans_nccl.choose_version(entries, values.get('nccl_version') or '', (major, minor))
+        version, error = plans_nccl.choose_version(entries, values.get('nccl_version') or '', (major, minor),
+                                                   packages[0])
         if error:
             errors.append(error)
         result['package_version'] = version
+        result['changes'] = [p for p in packages if version and installed.get(p) != version]
     return result
 
 
@@ -189,12 +220,14 @@ def main():
             variables=dict(type='dict', required=True),
             facts=dict(type='dict', required=True),
             profile=dict(type='dict', default={}),
-            packages=dict(type='list', elements='str', default=[]),
+            family=dict(type='str', required=True),
+            read_packages=dict(type='bool', default=False),
             repo_url=dict(type='str', default=''),
+            repo_id=dict(type='str', default=''),
         ),
         supports_check_mode=True,
     )
-    result = plan(module.params, lambda packages, url: read_packages(module, packages, url))
+    result = plan(module.params, lambda *args: read_packages(module, *args))
     # warnings are Ansible's own return key, reported through module.warn
     for warning in result.pop('warnings'):
         module.warn(warning)

@@ -298,10 +298,9 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.node.plugins.module_utils import command
-from ansible_collections.gpuops.node.plugins.module_utils.parsers import apt_show as parsers_apt_show
 from ansible_collections.gpuops.node.plugins.module_utils.parsers import dkms as parsers_dkms
-from ansible_collections.gpuops.node.plugins.module_utils.parsers import dnf_module as parsers_dnf_module
 from ansible_collections.gpuops.node.plugins.module_utils.node import packages as node_packages
+from ansible_collections.gpuops.node.plugins.module_utils.node.package_manager import PackageManager
 from ansible_collections.gpuops.node.plugins.module_utils import versions as V
 from ansible_collections.gpuops.node.plugins.module_utils.plans import nvidia_packaging
 from ansible_collections.gpuops.node.plugins.module_utils.plans.nvidia_driver import (
@@ -311,82 +310,6 @@ from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseErr
 
 DKMS_TREE = '/var/lib/dkms'
 BOOT = '/boot'
-
-
-class PackageManager(object):
-    def __init__(self, module, repo_id=None):
-        self.module = module
-        self.repo_id = repo_id
-        self.apt = module.get_bin_path('apt-cache') is not None and module.get_bin_path('dpkg-query') is not None
-        if not self.apt and module.get_bin_path('rpm') is None:
-            module.fail_json(msg='neither apt/dpkg nor rpm/dnf found on the node')
-
-    def run(self, argv, allow=(0,)):
-        result = command.check(self.module, argv, allow)
-        return result.rc, result.out
-
-    def available(self, package, origin=None):
-        if self.apt:
-            return node_packages.parse_madison(self.run(['apt-cache', 'madison', package])[1], package, origin)
-        hotfixes = ['--setopt=%s.module_hotfixes=true' % self.repo_id] if self.repo_id else []
-        _rc, out = self.run(['dnf', '-q', 'repoquery', '--available'] + hotfixes
-                            + ['--qf', '%{name} %{epoch}:%{version}-%{release}', package])
-        return node_packages.parse_repoquery(out, package)
-
-    def offered(self, names, origin=None):
-        """{name: [versions]} of ``names`` (apt only), read with one ``apt-cache madison``."""
-        out = self.run(['apt-cache', 'madison'] + list(names))[1] if names else ''
-        return dict((name, node_packages.parse_madison(out, name, origin)) for name in names)
-
-    def show(self, specs):
-        """The ``apt-cache show`` stanzas of ``name=version`` specs (apt only); a spec apt does not know is left out
-        (exit 100 when it knows none)."""
-        if not specs:
-            return []
-        _rc, out = self.run(['apt-cache', 'show'] + list(specs), allow=(0, 100))
-        try:
-            return parsers_apt_show.parse_show(out)
-        except ParseError as exc:
-            self.module.fail_json(msg=str(exc))
-
-    def installed_matching(self, pattern):
-        """{name: version} of the installed packages whose names match the dpkg-query ``pattern`` (apt only)."""
-        _rc, out = self.run(['dpkg-query', '-W', '-f=${Package}\t${Version}\t${db:Status-Abbrev}\n', pattern],
-                            allow=(0, 1))
-        return node_packages.parse_dpkg_status(out)
-
-    def module_streams(self, name):
-        """The ``dnf module list`` rows of module ``name`` (None on apt; empty when no repository has it)."""
-        if self.apt:
-            return None
-        result = command.check(self.module, ['dnf', '-q', 'module', 'list', name], allowed=(0, 1))
-        if result.rc == 1:
-            if parsers_dnf_module.NO_MODULES in (result.err or '') + (result.out or ''):
-                return []
-            self.module.fail_json(msg=command.failure(result))
-        try:
-            return parsers_dnf_module.parse_module_list(result.out, name)
-        except ParseError as exc:
-            self.module.fail_json(msg=str(exc))
-
-    def installed(self, names):
-        if not names:
-            return {}
-        if self.apt:
-            # exit 1 names packages dpkg does not know; the others are still printed
-            _rc, out = self.run(['dpkg-query', '-W', '-f=${Package}\t${Version}\t${db:Status-Abbrev}\n'] + names,
-                                allow=(0, 1))
-            return node_packages.parse_dpkg_status(out)
-        # rpm -q exits with the number of the packages it does not know (each named on standard output)
-        _rc, out = self.run(['rpm', '-q', '--qf', '%{NAME} %{EPOCH}:%{VERSION}-%{RELEASE}\n'] + names,
-                            allow=tuple(range(min(len(names), 255) + 1)))
-        return node_packages.parse_rpm_installed(out)
-
-    def held(self):
-        if self.apt:
-            return node_packages.parse_showhold(self.run(['apt-mark', 'showhold'])[1])
-        rc, out = self.run(['dnf', '-q', 'versionlock', 'list'], allow=(0, 1))
-        return node_packages.parse_versionlock(out) if rc == 0 else []
 
 
 def read_dkms(module, names, boot):

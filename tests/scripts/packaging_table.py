@@ -108,6 +108,17 @@ def page():
             _cell(_pinning(row.pinning) or P.stream_text(row.stream) or '-'),
             ('yes' if row.supported else '**no**') + ('; not yet: ' + _cell(row.gap) if row.gap else ''),
             ', '.join('[%s](#%s)' % (s, s) for s in row.sources)))
+    lines += ['', '## NVIDIA\'s libraries', '',
+              'The packages of the libraries that come from NVIDIA\'s repository beside the driver, per OS family, as',
+              'their roles install them (`nccl_plan` names them): each at one package version, held.', '',
+              '| library | OS | packages | a package version | held with | installed by the role | sources |',
+              '|---|---|---|---|---|---|---|']
+    for row in P.LIBRARIES:
+        lines.append('| %s | %s | %s | `%s` | %s | %s | %s |' % (
+            row.component, FAMILIES[row.family],
+            ', '.join('`%s` (%s)' % (name, part) for part, name in sorted(row.packages.items(), key=lambda i: i[0] != 'lib')),
+            row.example, row.hold, ('yes' if row.supported else '**no**') + ('; not yet: ' + _cell(row.gap) if row.gap else ''),
+            ', '.join('[%s](#%s)' % (s, s) for s in row.sources)))
     lines += ['', '## Sources', '']
     for key, (sureness, text) in P.SOURCES.items():
         lines += ['### %s' % key, '', '%s: %s' % (sureness.capitalize(), _cell(text)), '']

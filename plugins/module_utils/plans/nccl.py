@@ -9,7 +9,9 @@ Pure functions over the role's variables, the ``gpu_topology`` facts and the nod
 - :func:`validate` checks what the argument spec cannot (ranges, NCCL variable names and values, sources);
 - :func:`select_hcas` derives ``NCCL_IB_HCA`` from the GPU-to-NIC relations of the topology facts;
 - :func:`conf_lines` gives the ``/etc/nccl.conf`` lines;
-- :func:`choose_version` picks the ``libnccl2`` package version for ``nccl_version`` and the driver's CUDA major.
+- :func:`packages_of` names the packages of the node's OS family from the packaging table
+  (``plans/nvidia_packaging.py``, ``LIBRARIES``);
+- :func:`choose_version` picks the package version for ``nccl_version`` and the driver's CUDA major.
 
 ``plugins/modules/nccl_plan.py`` reads the node and calls them. Every error starts with the variable to change.
 """
@@ -21,6 +23,7 @@ import fnmatch
 import re
 
 from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvsmi_topo import closest_nics
+from ansible_collections.gpuops.node.plugins.module_utils.plans import nvidia_packaging
 from ansible_collections.gpuops.node.plugins.module_utils.topology.checks import bad_glob
 from ansible_collections.gpuops.node.plugins.module_utils.versions import DpkgKey
 
@@ -332,26 +335,23 @@ def package_cuda(version, depends=''):
     return None, None
 
 
-def parse_apt_show(text, package):
-    """``[{'version', 'depends'}]`` of ``package`` in ``apt-cache show PACKAGE`` output (one stanza per version)."""
-    found = []
-    for stanza in re.split(r'\n\s*\n', text or ''):
-        fields = {}
-        last = None
-        for line in stanza.splitlines():
-            if line[:1] in (' ', '\t') and last:
-                fields[last] += ' ' + line.strip()
-            elif ':' in line:
-                last, value = line.split(':', 1)
-                fields[last] = value.strip()
-        if fields.get('Package') == package and fields.get('Version'):
-            if all(e['version'] != fields['Version'] for e in found):
-                found.append({'version': fields['Version'], 'depends': fields.get('Depends', '')})
-    return found
+def packages_of(family, values):
+    """``(packages, package_manager, error)``: the NCCL packages of OS ``family`` (the runtime, and its headers with
+    ``nccl_dev`` or ``nccl_tests_build``) and ``{name, hold}`` of its package manager, from the packaging table."""
+    row = nvidia_packaging.library('nccl', family)
+    if row is None or not row.supported:
+        known = [r.family for r in nvidia_packaging.LIBRARIES if r.component == 'nccl' and r.supported]
+        return [], None, ('gpuops_nccl_enabled: gpuops.node.nccl has no NCCL packages for the OS family %r (known: '
+                          '%s); set gpuops_nccl_enabled: false for this host' % (family, ', '.join(known)))
+    packages = [row.packages['lib']]
+    if values.get('nccl_dev') or values.get('nccl_tests_build'):
+        packages.append(row.packages['dev'])
+    return packages, {'name': nvidia_packaging.MANAGERS[family], 'hold': row.hold}, None
 
 
-def choose_version(entries, nccl_version, cuda):
-    """``(version, error)``: the package version to install from ``entries`` (``parse_apt_show``).
+def choose_version(entries, nccl_version, cuda, package='libnccl2'):
+    """``(version, error)``: the package version of ``package`` to install from ``entries`` (``[{version,
+    depends}]``, the versions the package manager offers).
 
     Only builds for the CUDA major of ``cuda`` count; of those, the ``nccl_version`` ones (``2.23.4`` or
     ``2.23.4-1``), or all when it is empty. Among them the newest NCCL, and for one NCCL version the build for the
@@ -373,10 +373,11 @@ def choose_version(entries, nccl_version, cuda):
     if not matching:
         offered = ', '.join(e['version'] for e in entries) or 'none'
         if nccl_version:
-            return None, ('nccl_version: apt offers no libnccl2 %s built for CUDA %d (offered: %s); choose a '
-                          'version built for the driver\'s CUDA major, or set nccl_cuda_major'
-                          % (nccl_version, major, offered))
-        return None, 'nccl_version: apt offers no libnccl2 built for CUDA %d (offered: %s)' % (major, offered)
+            return None, ('nccl_version: the package sources offer no %s %s built for CUDA %d (offered: %s); choose '
+                          'a version built for the driver\'s CUDA major, or set nccl_cuda_major'
+                          % (package, nccl_version, major, offered))
+        return None, 'nccl_version: the package sources offer no %s built for CUDA %d (offered: %s)' % (
+            package, major, offered)
 
     def rank(item):
         version, _upstream, built_minor = item

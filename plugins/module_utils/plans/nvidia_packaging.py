@@ -97,10 +97,37 @@ SOURCES = collections.OrderedDict([
         'confirmed', 'NVIDIA/gpu-driver-container rhel8/rhel9 install.sh history: nvidia-fabricmanager-<branch> '
         'before 460, nvidia-fabric-manager from 460 to 575, nvidia-fabricmanager from 580; libnvidia-nscq and '
         'nvidia-imex drop the -<branch> suffix at 580')),
+    ('rhel10-repo', (
+        'likely', 'public .repo files and install scripts for RHEL 10: "baseurl=https://developer.download.nvidia.com/'
+        'compute/cuda/repos/rhel10/x86_64", "gpgkey=.../rhel10/x86_64/CDF6BA43.pub", then "dnf install -y dkms '
+        'kmod-nvidia-open-dkms nvidia-driver-cuda" with no module enabled; NVIDIA\'s DCGM documentation lists RHEL '
+        '10 among its platforms')),
     ('rhel-streams', (
         'confirmed', 'dnf module list nvidia-driver in public logs and NVIDIA/yum-packaging-precompiled-kmod#63, #68: '
         'a stream per branch and flavour (<branch>, <branch>-dkms, <branch>-open) plus latest, latest-dkms and '
         'open-dkms [d] (the default); packages at epoch 3, e.g. nvidia-driver-3:595.71.05-1.el9')),
+    ('nccl-packaging', (
+        'confirmed', 'NVIDIA/nccl@1672c857 pkg/redhat/nccl.spec.in: "Name: libnccl", "Release: '
+        '${pkg:Revision}+cuda${cuda:Major}.${cuda:Minor}", "%package devel" with "Requires: libnccl >= '
+        '${nccl:Major}.${nccl:Minor}.${nccl:Patch}" (not the exact version), "%package static"; @804c1f5a '
+        'pkg/debian/control.in: "Package: libnccl@NCCL_MAJOR@", "Package: libnccl-dev" with "Depends: '
+        'libnccl@NCCL_MAJOR@ (= ${binary:Version})"')),
+    ('dcgm-packaging', (
+        'confirmed', 'NVIDIA/DCGM@72fa3fe (4.6.0) CMakeLists.txt:17 "project(datacenter-gpu-manager-4 VERSION 4.6.0)", '
+        ':892 "set(CPACK_RPM_PACKAGE_EPOCH 1)"; cmake/packaging.cmake:272 "set(CPACK_RPM_PACKAGE_RELEASE 1)" (no dist '
+        'tag), :278-287 the names -core, -cuda11/12/13, -devel (-dev on deb), :290 "set(CPACK_RPM_CORE_PACKAGE_CONFLICTS '
+        '"datacenter-gpu-manager")" (no Obsoletes), :340-342 each cudaNN requiring the core "= '
+        '${CPACK_RPM_PACKAGE_EPOCH}:${CPACK_RPM_PACKAGE_VERSION}-${CPACK_RPM_PACKAGE_RELEASE}"; docker/Dockerfile.ubi9:33 '
+        '"dnf install --assumeyes datacenter-gpu-manager-4-cuda13-${DCGM_VERSION}-1"; DCGM 3 (v3.3.9 packaging.cmake): '
+        'datacenter-gpu-manager at epoch 1, release 1. The -proprietary names from public install scripts and '
+        'repository listings (4.6.1). DCGM 4.7 splits the packages (libdcgm, nv-hostengine, dcgmi, -module-*) and '
+        'makes -core a metapackage (repository listings, not NVIDIA\'s code): not in this row')),
+    ('dcgm-exporter-package', (
+        'likely', 'file names in NVIDIA\'s rhel8 repository quoted by public PKGBUILDs '
+        '(datacenter-gpu-manager-exporter-4.6.0-1.x86_64.rpm) and Debian repositories '
+        '(datacenter-gpu-manager-exporter_4.8.2-1_amd64.deb); NVIDIA\'s DCGM docs, "Install DCGM Exporter": "RPM and '
+        'Debian package versions identify the exporter version", "Keep the package versions paired during upgrades". '
+        'Its epoch and Requires are unpublished')),
     ('role-distro-ubuntu', (
         'confirmed', "Canonical's nvidia-graphics-drivers-<branch>-server packages in the Ubuntu archive "
         '(nvidia-dkms-<branch>-server[-open], nvidia-headless-<branch>-server[-open], nvidia-utils-<branch>-server, '
@@ -123,6 +150,9 @@ REPOSITORIES = (
                ('cuda-repo-keys', 'rhel-streams')),
     Repository('rhel9', 'RedHat', '9', 'D42D0685.pub', None, None, 'modular: nvidia-driver streams',
                ('cuda-repo-keys', 'rhel-streams')),
+    Repository('rhel10', 'RedHat', '10', 'CDF6BA43.pub', None, None,
+               'no module streams (a branch is held with dnf versionlock) and dnf 5: the roles refuse RHEL 10 for now',
+               ('rhel10-repo', 'guide-rhel')),
 )
 
 Driver = collections.namedtuple('Driver', 'family source branches packages persistenced fabricmanager nscq imex '
@@ -192,6 +222,42 @@ DRIVER = (
            (), RHEL_STREAMS, True, '',
            ('guide-rhel', 'gdc-rhel', 'hpc-rhel', 'rhel-fm-names', 'rhel-streams')),
 )
+
+
+Library = collections.namedtuple('Library', 'component family packages example hold supported gap sources')
+
+# NVIDIA's libraries and tools that follow the driver's repository, per OS family: the package of each part (``lib``
+# the runtime, ``dev`` its headers), a package version as NVIDIA publishes it, and how the role holds it.
+# DCGM 4 has the same package names on every OS family (NVIDIA/DCGM cmake/packaging.cmake): ``core``, the CUDA
+# build of the diagnostics (``cuda``, ``{cuda}`` the driver's CUDA major), the profiling module (``proprietary``,
+# ``proprietary_cuda``), dcgm-exporter (``exporter``), and DCGM 3's single package (``dcgm3``), which the role removes.
+_DCGM = {'core': 'datacenter-gpu-manager-4-core', 'cuda': 'datacenter-gpu-manager-4-cuda{cuda}',
+         'proprietary': 'datacenter-gpu-manager-4-proprietary',
+         'proprietary_cuda': 'datacenter-gpu-manager-4-proprietary-cuda{cuda}',
+         'exporter': 'datacenter-gpu-manager-exporter', 'dcgm3': 'datacenter-gpu-manager'}
+LIBRARIES = (
+    Library('nccl', 'Debian', {'lib': 'libnccl2', 'dev': 'libnccl-dev'}, '2.23.4-1+cuda12.6', 'apt-mark hold', True, '',
+            ('nccl-packaging',)),
+    Library('nccl', 'Ubuntu', {'lib': 'libnccl2', 'dev': 'libnccl-dev'}, '2.23.4-1+cuda12.6', 'apt-mark hold', True, '',
+            ('nccl-packaging',)),
+    Library('nccl', 'RedHat', {'lib': 'libnccl', 'dev': 'libnccl-devel'}, '2.23.4-1+cuda12.6', 'dnf versionlock', True,
+            '', ('nccl-packaging',)),
+    Library('dcgm', 'Debian', _DCGM, '1:4.6.0-1', 'apt-mark hold', True, '', ('dcgm-packaging', 'dcgm-exporter-package')),
+    Library('dcgm', 'Ubuntu', _DCGM, '1:4.6.0-1', 'apt-mark hold', True, '', ('dcgm-packaging', 'dcgm-exporter-package')),
+    Library('dcgm', 'RedHat', _DCGM, '1:4.6.0-1', 'dnf versionlock', True, '',
+            ('dcgm-packaging', 'dcgm-exporter-package')),
+)
+
+# The package manager of each OS family the LIBRARIES rows name, and so how a role installs, holds and reads them.
+MANAGERS = {'Debian': 'apt', 'Ubuntu': 'apt', 'RedHat': 'dnf'}
+
+
+def library(component, family):
+    """The LIBRARIES row of ``component`` (``nccl``, ``dcgm``) on OS ``family``, or None."""
+    for row in LIBRARIES:
+        if row.component == component and row.family == family:
+            return row
+    return None
 
 
 def repository(os_id):

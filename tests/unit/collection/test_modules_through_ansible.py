@@ -191,6 +191,9 @@ def _inputs(tmp):
         'rdma_sysfs_root': os.path.join(rdma_node, 'usr', 'share', 'gpuops-sim', 'sys'),
         'kubeadm_config': yaml.safe_load(real_text(KUBEADM)),
         'defaults': dict((role, _defaults(role)) for role in ('kubelet_topology', 'nccl', 'rdma')),
+        # what the dcgm role passes dcgm_plan (repository.yml)
+        'dcgm_variables': dict((k, v) for k, v in _defaults('dcgm').items()
+                               if k in ('dcgm_version', 'dcgm_exporter_version', 'dcgm_exporter', 'dcgm_profiling')),
         'mps_variables': dict(_defaults('mps'), mps_gpu_sets=[{'name': 'train', 'devices': [0, 1, 2, 3]}],
                               mps_active_thread_percentage=25),
         'debian_driver_packages': debian['packages'],
@@ -261,6 +264,12 @@ EXPECTED = {
          {'verdict': 'Pass', 'passed': True, 'ran': True, 'failures': []}),
         ('failed', 'dcgmi diag output {real}/%s: Fail: GPU Memory failed on GPU 0, 1, 2' % DIAG_FAIL,
          {'verdict': 'Fail', 'passed': False, 'failures.0.subject': 'GPU 0'})),
+    'dcgm_plan': (
+        ('ok', None, {'packages.dcgm': ['datacenter-gpu-manager-4-core', 'datacenter-gpu-manager-4-cuda12'],
+                      'packages.exporter': 'datacenter-gpu-manager-exporter', 'package_manager.name': 'dnf',
+                      'pins': {}}),
+        ('failed', "gpuops_dcgm_enabled: gpuops.node.dcgm has no DCGM packages for the OS family 'Suse'",
+         {'packages': None})),
     'dcgm_policy': (
         ('ok', None, {'policy': {'conditions': {'dbe': True}, 'action': 'reset', 'validation': 'short'}}),
         ('failed', 'dcgmi policy -g 0: the policy read back differs from the one set: condition dbe; action = reset; '

@@ -25,24 +25,15 @@ import subprocess
 import pytest
 
 import build_rhel_repo  # tests/repo
+import dnf_root  # tests/unit
 
 from ansible_collections.gpuops.node.plugins.module_utils.plans import nvidia_packaging
 from ansible_collections.gpuops.node.plugins.module_utils.plans.nvidia_driver import PlanError, plan
 from ansible_collections.gpuops.node.plugins.modules import nvidia_driver_plan as module_plan
 
-TOOLS = ('dnf', 'rpm', 'rpmbuild', 'createrepo_c', 'modifyrepo_c')
-MISSING = [t for t in TOOLS if not shutil.which(t)]
-VERSIONLOCK = '/usr/lib/python3/dist-packages/dnf-plugins/versionlock.py'
-if not os.path.exists(VERSIONLOCK):
-    MISSING.append('dnf-plugins-core')
-if MISSING and os.environ.get('CI'):
-    raise AssertionError('CI needs %s (make host installs them)' % ', '.join(MISSING))
-pytestmark = pytest.mark.skipif(bool(MISSING), reason='needs %s' % ', '.join(MISSING))
+pytestmark = dnf_root.requirement()
 
 REPO_ID = 'gpuops-nvidia-driver'      # the role's dnf repository (roles/nvidia_driver/vars/main.yml)
-RHEL9_DNF_CONF = ('[main]\ngpgcheck=1\ninstallonly_limit=3\nclean_requirements_on_remove=True\nbest=True\n'
-                  'skip_if_unavailable=False\n')
-OS_RELEASE = 'NAME="Red Hat Enterprise Linux"\nVERSION_ID="9.6"\nID="rhel"\nPLATFORM_ID="platform:el9"\n'
 
 
 def _role_vars():
@@ -69,29 +60,8 @@ def stand_in_repo(tmp_path_factory):
 @pytest.fixture
 def node(tmp_path, stand_in_repo, monkeypatch):
     """An empty RHEL 9 root, the repository as the role writes it, and dnf and rpm stand-ins that use the root."""
-    root, etc, home, bin_dir = (tmp_path / n for n in ('root', 'etc', 'home', 'bin'))
-    for folder in (root / 'etc' / 'dnf' / 'plugins', etc / 'yum.repos.d', etc / 'plugins', home, bin_dir):
-        folder.mkdir(parents=True)
-    (root / 'etc' / 'os-release').write_text(OS_RELEASE)
-    (root / 'etc' / 'dnf' / 'plugins' / 'versionlock.list').write_text('')
-    (etc / 'dnf.conf').write_text(RHEL9_DNF_CONF)
-    (etc / 'yum.repos.d' / (REPO_ID + '.repo')).write_text(
-        '[%s]\nname=NVIDIA driver (mirror)\nbaseurl=file://%s\nenabled=1\ngpgcheck=0\n' % (REPO_ID, stand_in_repo))
-    # Debian's dnf loads its own plugins; the versionlock list does not follow --installroot
-    for plugin in ('local', 'post-transaction-actions', 'show-leaves'):
-        (etc / 'plugins' / (plugin + '.conf')).write_text('[main]\nenabled=0\n')
-    (etc / 'plugins' / 'versionlock.conf').write_text(
-        '[main]\nenabled=1\nlocklist=%s/etc/dnf/plugins/versionlock.list\n' % root)
-    # Debian's rpm keeps its database under ~/.rpmdb, RHEL's under /var/lib/rpm
-    (home / '.rpmmacros').write_text('%_dbpath /var/lib/rpm\n')
-    wrappers = {
-        'dnf': 'exec %s --installroot=%s --releasever=9 --config=%s --setopt=reposdir=%s --setopt=pluginconfpath=%s '
-               '--nogpgcheck "$@"' % (shutil.which('dnf'), root, etc / 'dnf.conf', etc / 'yum.repos.d', etc / 'plugins'),
-        'rpm': 'exec %s --root=%s --dbpath=/var/lib/rpm "$@"' % (shutil.which('rpm'), root),
-    }
-    for name, body in wrappers.items():
-        (bin_dir / name).write_text('#!/bin/sh\n%s\n' % body)
-        (bin_dir / name).chmod(0o755)
+    made = dnf_root.make_root(tmp_path, REPO_ID, stand_in_repo)
+    bin_dir, home = made['bin'], made['home']
     monkeypatch.setenv('PATH', '%s:%s' % (bin_dir, os.environ['PATH']))
     monkeypatch.setenv('HOME', str(home))
     return Node()

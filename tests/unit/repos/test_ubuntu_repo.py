@@ -15,7 +15,6 @@ or a real dpkg run of the maintainer scripts."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import json
 import os
 import shutil
 import subprocess
@@ -23,7 +22,7 @@ import sys
 
 import pytest
 
-from ansible_cli import ansible_playbook, collections_path
+from ansible_cli import run_task
 from repo_paths import REPO
 
 from ansible_collections.gpuops.node.plugins.module_utils.parsers.apt_show import parse_show
@@ -106,21 +105,8 @@ class AptRoot(object):
         task = dict({'family': 'Ubuntu', 'source': 'mirror', 'repository': 'ubuntu2404', 'kernel_module': 'open',
                      'fabricmanager': 'absent', 'persistenced': True,
                      'repo_url': 'file://%s/repo/' % self.repo}, **args)
-        out = tmp / 'plan.json'
-        playbook = tmp / 'plan.yml'
-        playbook.write_text(json.dumps([{'hosts': 'localhost', 'gather_facts': False, 'tasks': [
-            {'name': 'plan', 'gpuops.node.nvidia_driver_plan': task, 'environment': {
-                'APT_CONFIG': str(self.root / 'apt.conf'), 'PATH': self.env()['PATH'], 'LC_ALL': 'C'},
-             'register': 'result', 'ignore_errors': True},
-            {'name': 'keep', 'ansible.builtin.copy': {'content': '{{ result | to_json }}', 'dest': str(out)}}]}]))
-        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_LOCALHOST_WARNING='false',
-                   ANSIBLE_INVENTORY_UNPARSED_WARNING='false', ANSIBLE_PYTHON_INTERPRETER=sys.executable)
-        run = subprocess.run([ansible_playbook(), '-i', 'localhost,', '-c', 'local', str(playbook)],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, env=env,
-                             check=False)
-        assert run.returncode == 0, run.stdout
-        with open(str(out)) as handle:
-            return json.load(handle)
+        return run_task(tmp, 'gpuops.node.nvidia_driver_plan', task, {
+            'APT_CONFIG': str(self.root / 'apt.conf'), 'PATH': self.env()['PATH'], 'LC_ALL': 'C'})
 
 
 @pytest.fixture

@@ -178,14 +178,13 @@ def test_choose_version(version, cuda, chosen):
 def test_choose_version_refuses_a_version_without_a_build_for_the_cuda_major():
     chosen, error = plans_nccl.choose_version(OFFERED, '2.26.2', (11, 8))
     assert chosen is None
-    assert error.startswith('nccl_version: apt offers no libnccl2 2.26.2 built for CUDA 11 (offered: 2.26.2-1+cuda12.8')
+    assert error.startswith('nccl_version: the package sources offer no libnccl2 2.26.2 built for CUDA 11 (offered: '
+                            '2.26.2-1+cuda12.8')
 
 
 def test_distribution_builds_by_their_cudart_dependency():
-    text = ('Package: libnccl2\nVersion: 2.21.5-1\nDepends: libc6 (>= 2.34), libcudart12 (>= 12.0),\n libstdc++6\n\n'
-            'Package: libnccl2\nVersion: 2.23.4-1+cuda12.6\nDepends: libc6\n\nPackage: other\nVersion: 1\n')
-    entries = plans_nccl.parse_apt_show(text, 'libnccl2')
-    assert [e['version'] for e in entries] == ['2.21.5-1', '2.23.4-1+cuda12.6']
+    entries = [{'version': '2.21.5-1', 'depends': 'libc6 (>= 2.34), libcudart12 (>= 12.0),\nlibstdc++6'},
+               {'version': '2.23.4-1+cuda12.6', 'depends': 'libc6'}]
     assert plans_nccl.package_cuda(entries[0]['version'], entries[0]['depends']) == (12, None)
     assert plans_nccl.choose_version(entries, '2.21.5', (12, 4)) == ('2.21.5-1', None)
 

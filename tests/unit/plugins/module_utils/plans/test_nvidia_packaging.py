@@ -7,6 +7,7 @@ installers and the quoted real metadata say; the sources marked "likely" are thi
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import glob
 import os
 
 import pytest
@@ -29,14 +30,29 @@ def _role_vars(family):
 
 
 def test_every_row_and_repository_cites_known_sources():
-    for row in P.DRIVER + P.REPOSITORIES:
+    for row in P.DRIVER + P.REPOSITORIES + P.LIBRARIES:
         assert row.sources, row
         assert set(row.sources) <= set(P.SOURCES), row
     for key, (sureness, text) in P.SOURCES.items():
         assert sureness in ('confirmed', 'likely'), key
         assert len(text) > 40, key
-    used = set(s for row in P.DRIVER + P.REPOSITORIES for s in row.sources)
+    used = set(s for row in P.DRIVER + P.REPOSITORIES + P.LIBRARIES for s in row.sources)
     assert sorted(set(P.SOURCES) - used) == [], 'sources no row cites'
+
+
+def test_nccl_has_one_row_per_family_the_role_supports():
+    supported = set()
+    for path in glob.glob(os.path.join(REPO, 'roles', 'nccl', 'vars', '*.yml')):
+        with open(path) as handle:
+            values = yaml.safe_load(handle) or {}
+        if values.get('__nccl_supported'):
+            supported.add(os.path.basename(path)[:-len('.yml')])
+    assert supported == {'Debian', 'Ubuntu', 'RedHat'}
+    for family in supported:
+        row = P.library('nccl', family)
+        assert row is not None and row.supported, family
+        assert set(row.packages) == {'lib', 'dev'}, row
+    assert P.library('nccl', 'Suse') is None
 
 
 def test_branch_ranges_cover_every_branch_once():
