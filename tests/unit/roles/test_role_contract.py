@@ -27,7 +27,6 @@ OS_VARS = ('Debian.yml', 'RedHat.yml', 'Ubuntu.yml', 'default.yml')
 #   reports: tasks/report.yml sets <role>_changed and <role>_reboot_required (False: it sets no <role>_* fact)
 USUAL = {'defaults_for_all': True, 'readme': True, 'os_vars': OS_VARS, 'os_vars_alike': None, 'reports': True}
 CONTRACTS = {
-    'dcgm': {'os_vars': ('Debian.yml', 'Ubuntu.yml', 'default.yml')},
     'mig': {'os_vars': ()},
     # kernel parameters: the same on every OS
     'sysctl': {'os_vars': ()},
@@ -126,3 +125,15 @@ def test_templates_say_they_are_managed(role):
     for name in glob.glob(path(role, 'templates', '*.j2')):
         with open(name) as handle:
             assert handle.readline() == '{{ ansible_managed | comment }}\n', name
+
+
+@pytest.mark.parametrize('role', [r for r in ROLES if os.path.exists(path(r, 'vars', 'RedHat.yml'))])
+def test_a_role_that_names_its_rhel_releases_accepts_only_8_and_9(role):
+    # NVIDIA's rhel10 repository has no module streams and RHEL 10 runs dnf 5; Fedora and Amazon Linux are RedHat too
+    flag = load(role, 'vars', 'RedHat.yml').get('__%s_supported' % role)
+    if not isinstance(flag, str):
+        pytest.skip('%s supports every RedHat release alike' % role)
+    from role_files import templar  # pylint: disable=import-outside-toplevel
+    for major, supported in (('8', True), ('9', True), ('10', False), ('2023', False), ('40', False)):
+        render = templar(role, ansible_facts={'distribution_major_version': major})
+        assert render(flag) is supported, (role, major)
