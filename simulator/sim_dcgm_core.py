@@ -44,7 +44,7 @@ STATE_FILE = 'var/lib/gpuops-sim/dcgm.json'
 RUNTIME_FAULTS_FILE = 'var/lib/gpuops-sim/faults-runtime.json'
 PROFILE_DCGM_FILE = 'sim/dcgm.json'     # a profile's static DCGM faults (faults.dcgm_diag_fail)
 DEFAULT_PORT = 5555
-DEFAULT_VERSION = '4.4.1'
+DEFAULT_VERSION = '4.6.0'
 CORE_PACKAGES = ('datacenter-gpu-manager-4-core', 'datacenter-gpu-manager')
 RUNTIME_FAULTS = ('dcgm_diag_fail', 'nccl_slow')
 
@@ -110,7 +110,7 @@ def gpus(root):
 
 
 def dcgm_version(root):
-    """The installed DCGM core package's upstream version (GPUOPS_SIM_DCGM_VERSION overrides, else 4.4.1)."""
+    """The installed DCGM core package's upstream version (GPUOPS_SIM_DCGM_VERSION overrides, else 4.6.0)."""
     if os.environ.get('GPUOPS_SIM_DCGM_VERSION'):
         return os.environ['GPUOPS_SIM_DCGM_VERSION']
     query = sim_driver.dpkg_query(root)

@@ -45,7 +45,7 @@ except ImportError:  # the stand-in (simulator/sim_dcgm.py) run from the simulat
 
 DEFAULT_COLLECTORS = '/etc/dcgm-exporter/default-counters.csv'
 DEFAULT_ADDRESS = ':9400'
-VERSION = '4.4.1-4.6.0'
+VERSION = '4.6.0-4.8.3'
 STARTED = time.time()
 
 

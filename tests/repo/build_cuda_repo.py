@@ -14,11 +14,14 @@ DCGM 3 package ``datacenter-gpu-manager`` (epoch 1, so ``apt-get install datacen
 removes DCGM 4), libnccl-dev on ``libnccl2 (= V)``.
 
 Sources (tests/repo/README.md has the table of what is confirmed and what is not):
-- github.com/NVIDIA/DCGM (tags 4.2.3, 4.4.1, 3.3.9): cmake/packaging.cmake (package names, Depends, Provides,
+- github.com/NVIDIA/DCGM (tags 4.2.3, 4.4.1, 4.6.0, 3.3.9): cmake/packaging.cmake (package names, Depends, Provides,
   Recommends, Conflicts, Pre-Depends, epoch 1 in CMakeLists.txt; no Debian revision before 4.4, ``-1`` from 4.4),
   scripts/deb/postinst, config-files/systemd/nvidia-dcgm.service.in, scripts/verify_package_contents/*.deb.txt.
 - github.com/NVIDIA/dcgm-exporter (DCGM-Exporter 4.2.3-4.1.3, 4.4.1-4.6.0): etc/default-counters.csv,
-  packaging/config-files/systemd/nvidia-dcgm-exporter.service, Makefile (package-build layout).
+  packaging/config-files/systemd/nvidia-dcgm-exporter.service, Makefile (package-build layout). Exporter 4.8.3
+  (with DCGM 4.6.0) has the counters of 4.6.0: 4.5.3-4.8.2's default-counters.csv enables the same fields (it only
+  rewords six commented-out lines); 4.8.3's own file is not in the public history read, and is assumed the same.
+  DCGM 4.6.0's Debian packaging and units are 4.4.1's (the diff of the two tags adds only the multinode packages).
 - github.com/NVIDIA/nccl (2.23.4-1, 2.26.2-1): pkg/debian/control.in, changelog.in, lib*.install.in.
 
 With ``--driver-versions`` the repository also holds the driver packages of those versions, as
@@ -55,6 +58,7 @@ MAJOR = 4  # DCGM's major version: package names datacenter-gpu-manager-4-*, lib
 DCGM = [
     dict(upstream='4.2.3', version='1:4.2.3', cuda=(11, 12), exporter='4.1.3-1', revision=False),
     dict(upstream='4.4.1', version='1:4.4.1-1', cuda=(11, 12, 13), exporter='4.6.0-1', revision=True),
+    dict(upstream='4.6.0', version='1:4.6.0-1', cuda=(11, 12, 13), exporter='4.8.3-1', revision=True),
 ]
 # The last DCGM 3 release, as the unversioned name datacenter-gpu-manager (epoch 1, no Debian revision).
 DCGM3 = dict(upstream='3.3.9', version='1:3.3.9')

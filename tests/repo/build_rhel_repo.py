@@ -8,6 +8,24 @@ What it imitates is the *metadata*:
     kmod-nvidia-open-dkms / nvidia-kmod-common as noarch, kmod-nvidia-latest-dkms as x86_64;
   * nvidia-fabricmanager without epoch and without dist tag (nvidia-fabricmanager-580.126.20-1.x86_64);
   * exact-version Requires between the packages (like NVIDIA's specs);
+  * NCCL as NVIDIA's pkg/redhat/nccl.spec.in builds it (NVIDIA/nccl@1672c857), outside the module: libnccl,
+    libnccl-devel and libnccl-static at <nccl>-<revision>+cuda<major>.<minor> (libnccl-2.23.4-1+cuda12.6.x86_64),
+    no epoch, no dist tag, libnccl-devel requiring "libnccl >= <nccl>" (not the exact version), the files at
+    NVIDIA's paths (placeholders); its "Requires(pre,preun): /sbin/ldconfig" and ldconfig scriptlets are left out
+    (the test root has no ldconfig);
+  * DCGM 4 as NVIDIA's cmake/packaging.cmake builds its RPMs (NVIDIA/DCGM@72fa3fe, 4.6.0), outside the module:
+    datacenter-gpu-manager-4-core, -cuda12 and -cuda13 at epoch 1, release 1, no dist tag
+    (datacenter-gpu-manager-4-core-4.4.1-1.x86_64, NVIDIA's docker/Dockerfile.ubi9 installs
+    "datacenter-gpu-manager-4-cuda13-${DCGM_VERSION}-1"), each cudaNN requiring "datacenter-gpu-manager-4-core =
+    1:<version>-1" and providing "datacenter-gpu-manager-4 = 1:<version>-1" (packaging.cmake:336-342), the core
+    conflicting with DCGM 3's datacenter-gpu-manager, unversioned and without Obsoletes (:290); core's other
+    Requires (glibc, lshw, shadow-utils, nologin) and cudaNN's Recommends (libnuma) are left out (the test root has
+    none of them). Guessed: the -proprietary packages' relations (not in the open build: each requiring the core,
+    and -proprietary-cudaNN the cudaNN package, at the same version), and dcgm-exporter's
+    (datacenter-gpu-manager-exporter <exporter>-1, no epoch, as the file names
+    datacenter-gpu-manager-exporter-4.6.0-1.x86_64.rpm of public scripts show; its Requires is unpublished: here an
+    unversioned datacenter-gpu-manager-4-core). DCGM 3 is datacenter-gpu-manager 1:3.3.9-1 (v3.3.9
+    cmake/packaging.cmake: epoch 1, release 1);
   * a modules.yaml in the layout of NVIDIA/cuda-repo-management genmodules.py
     (document: modulemd, version: 2, name: nvidia-driver, summary "Nvidia driver for <stream> branch",
     profiles default/src/fm/ks, artifacts "<name>-<epoch>:<ver>-<rel>.<arch>", every version of the
@@ -63,7 +81,13 @@ DRIVER_PKGS = {
 BRANCH_PKGS = ["nvidia-driver", "nvidia-driver-cuda", "libnvidia-ml", "nvidia-persistenced",
                "nvidia-kmod-common"]
 FM_NAME = "nvidia-fabricmanager"  # name from 580 on; release "1", no epoch, no dist tag
+# NCCL releases in NVIDIA's rhel9 repository: <nccl>-<pkg revision>+cuda<major>.<minor> (the same releases as
+# build_cuda_repo.py's Debian packages)
+NCCL = ["2.23.4-1+cuda12.6", "2.26.2-1+cuda12.8"]
 
+# DCGM 4 releases in NVIDIA's rhel9 repository: (version, the exporter release paired with it); and DCGM 3's last
+DCGM = [("4.4.1", "4.6.0"), ("4.6.0", "4.8.3")]
+DCGM3 = "3.3.9"
 DESCRIPTION = [
     "This package provides the most recent NVIDIA display driver which allows for",
     "hardware accelerated rendering with recent NVIDIA chipsets.",
@@ -143,6 +167,122 @@ def fm_spec(version):
         "/usr/share/nvidia-standin/%{name}",
         "",
     ])
+
+
+def nccl_spec(release):
+    """NVIDIA's nccl.spec.in for ``release`` (2.23.4-1+cuda12.6): its names, version, release and relations."""
+    version, revision = release.split("-", 1)
+    major = version.split(".")[0]
+    return "\n".join([
+        "Name: libnccl",
+        "Version: " + version,
+        "Release: " + revision,
+        "Summary: Stand-in for NVIDIA Collective Communication Library (NCCL) Runtime",
+        "License: BSD",
+        "AutoReqProv: no",
+        "",
+        "%description",
+        "Test stand-in, no NVIDIA content.",
+        "",
+        "%package devel",
+        "Summary: Stand-in for NCCL development files",
+        "Requires: libnccl >= " + version,
+        "%description devel",
+        "Test stand-in, no NVIDIA content.",
+        "",
+        "%package static",
+        "Summary: Stand-in for the NCCL static library",
+        "%description static",
+        "Test stand-in, no NVIDIA content.",
+        "",
+        "%prep", "%build", "%install",
+        "mkdir -p %{buildroot}/usr/lib64 %{buildroot}/usr/include %{buildroot}/usr/bin",
+        "echo 'libnccl %{version}-%{release} stand-in' > %{buildroot}/usr/lib64/libnccl.so." + version,
+        "ln -s libnccl.so.%s %%{buildroot}/usr/lib64/libnccl.so.%s" % (version, major),
+        "ln -s libnccl.so.%s %%{buildroot}/usr/lib64/libnccl.so" % major,
+        "echo '/* nccl.h stand-in */' > %{buildroot}/usr/include/nccl.h",
+        "printf '#!/bin/sh\\necho ncclras stand-in >&2\\nexit 1\\n' > %{buildroot}/usr/bin/ncclras",
+        "echo 'static stand-in' > %{buildroot}/usr/lib64/libnccl_static.a",
+        "",
+        "%files",
+        "/usr/lib64/libnccl.so." + major,
+        "/usr/lib64/libnccl.so." + version,
+        "",
+        "%files devel",
+        "%attr(0755, root, root) /usr/bin/ncclras",
+        "/usr/include/nccl.h",
+        "/usr/lib64/libnccl.so",
+        "",
+        "%files static",
+        "/usr/lib64/libnccl_static.a",
+        "",
+    ])
+
+
+def _sub(name, summary, requires=(), provides=(), conflicts=()):
+    """A %package section of a spec whose main package has no files (its subpackages are what is built)."""
+    lines = ["%package -n " + name, "Summary: Stand-in for " + summary]
+    lines += ["Requires: " + r for r in requires] + ["Provides: " + p for p in provides]
+    lines += ["Conflicts: " + c for c in conflicts]
+    return lines + ["%description -n " + name, "Test stand-in, no NVIDIA content.", ""]
+
+
+def _files(name, paths):
+    return ["%files -n " + name] + list(paths) + [""]
+
+
+def dcgm_spec(version):
+    """DCGM ``version`` (4.4.1) as packaging.cmake names and relates its RPMs (see the module docstring)."""
+    full = "1:%s-1" % version
+    core = "datacenter-gpu-manager-4-core"
+    subs, files, install = [], [], []
+    for name, requires, provides, conflicts, path in (
+            (core, (), (), ("datacenter-gpu-manager",), "/usr/bin/nv-hostengine"),
+            ("datacenter-gpu-manager-4-proprietary", (core + " = " + full,), (), (),
+             "/usr/lib64/libdcgmmoduleprofiling.so." + version)):
+        subs += _sub(name, name, requires, provides, conflicts)
+        files += _files(name, [path])
+        install.append(path)
+    for cuda in (12, 13):
+        name = "datacenter-gpu-manager-4-cuda%d" % cuda
+        prop = "datacenter-gpu-manager-4-proprietary-cuda%d" % cuda
+        plugins = "/usr/libexec/datacenter-gpu-manager-4/plugins/cuda%d/" % cuda
+        for sub, requires, provides, path in (
+                (name, (core + " = " + full,), ("datacenter-gpu-manager-4 = " + full,), plugins + "libpluginCommon.so"),
+                (prop, ("datacenter-gpu-manager-4-proprietary = " + full, name + " = " + full), (),
+                 plugins + "libprofiling.so")):
+            subs += _sub(sub, sub, requires, provides)
+            files += _files(sub, [path])
+            install.append(path)
+    return "\n".join(
+        ["Name: datacenter-gpu-manager-4", "Epoch: 1", "Version: " + version, "Release: 1",
+         "Summary: Stand-in for NVIDIA DCGM 4", "License: Apache-2.0", "AutoReqProv: no", "",
+         "%description", "Test stand-in, no NVIDIA content.", ""] + subs
+        + ["%prep", "%build", "%install"]
+        + ["mkdir -p %%{buildroot}%s && echo '%s stand-in' > %%{buildroot}%s" % (os.path.dirname(p), full, p)
+           for p in install] + [""] + files)
+
+
+def dcgm_exporter_spec(exporter):
+    """datacenter-gpu-manager-exporter ``exporter``-1 (see the module docstring for what is guessed)."""
+    return "\n".join([
+        "Name: datacenter-gpu-manager-exporter", "Version: " + exporter, "Release: 1",
+        "Summary: Stand-in for NVIDIA DCGM-Exporter", "License: Apache-2.0", "AutoReqProv: no",
+        "Requires: datacenter-gpu-manager-4-core", "", "%description", "Test stand-in, no NVIDIA content.", "",
+        "%prep", "%build", "%install", "mkdir -p %{buildroot}/usr/bin",
+        "echo 'dcgm-exporter %{version} stand-in' > %{buildroot}/usr/bin/dcgm-exporter", "",
+        "%files", "/usr/bin/dcgm-exporter", ""])
+
+
+def dcgm3_spec(version):
+    """datacenter-gpu-manager 1:``version``-1, DCGM 3's single package (the host engine at the same path)."""
+    return "\n".join([
+        "Name: datacenter-gpu-manager", "Epoch: 1", "Version: " + version, "Release: 1",
+        "Summary: Stand-in for NVIDIA DCGM 3", "License: Apache-2.0", "AutoReqProv: no", "",
+        "%description", "Test stand-in, no NVIDIA content.", "",
+        "%prep", "%build", "%install", "mkdir -p %{buildroot}/usr/bin",
+        "echo 'DCGM 3 %{version} stand-in' > %{buildroot}/usr/bin/nv-hostengine", "",
+        "%files", "/usr/bin/nv-hostengine", ""])
 
 
 def rpmbuild(spec_text, specname, workdir, outdir):
@@ -257,6 +397,12 @@ def build(out, kmod_artifacts="all", fm_modular=True):
         for v in VERSIONS:
             jobs.append((driver_spec(v), "nvidia-driver-" + v))
             jobs.append((fm_spec(v), FM_NAME + "-" + v))
+        for release in NCCL:
+            jobs.append((nccl_spec(release), "libnccl-" + release))
+        for version, exporter in DCGM:
+            jobs.append((dcgm_spec(version), "datacenter-gpu-manager-4-" + version))
+            jobs.append((dcgm_exporter_spec(exporter), "datacenter-gpu-manager-exporter-" + exporter))
+        jobs.append((dcgm3_spec(DCGM3), "datacenter-gpu-manager-" + DCGM3))
         with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as ex:
             list(ex.map(lambda j: rpmbuild(j[0], j[1], work, out), jobs))
     finally:

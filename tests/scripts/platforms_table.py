@@ -35,7 +35,7 @@ REPOSITORY = {('Debian', 'bookworm'): 'debian12', ('Debian', 'trixie'): 'debian1
               ('Ubuntu', 'noble'): 'ubuntu2404', ('EL', '8'): 'rhel8', ('EL', '9'): 'rhel9'}
 # where the driver plan of a release no scenario boots is tested instead (docs/testing.md)
 PLAN_TESTED = {'Ubuntu': 'the driver plan with a real apt against stand-ins of NVIDIA\'s Ubuntu packages',
-               'EL': 'the driver plan with a real dnf against a stand-in of NVIDIA\'s modular repository'}
+               'EL': 'the driver, NCCL and DCGM plans with a real dnf against a stand-in of NVIDIA\'s modular repository'}
 # release code name -> (OS, version, what else it is)
 RELEASES = {
     ('Debian', 'bookworm'): ('Debian', '12 (bookworm)', ''),

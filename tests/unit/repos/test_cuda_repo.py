@@ -23,8 +23,9 @@ MISSING = [tool for tool in ('dpkg-deb', 'apt-ftparchive', 'gpg', 'gpgv') if shu
 pytestmark = pytest.mark.skipif(bool(MISSING), reason='needs %s (Debian: apt-utils, gpg)' % ', '.join(MISSING))
 
 C_LOCALE = dict(os.environ, LC_ALL='C')  # the checks read English messages
-OLD, NEW, DCGM3 = '1:4.2.3', '1:4.4.1-1', '1:3.3.9'
-EXPORTER = {OLD: '4.1.3-1', NEW: '4.6.0-1'}
+OLD, MID, NEW, DCGM3 = '1:4.2.3', '1:4.4.1-1', '1:4.6.0-1', '1:3.3.9'
+EXPORTER = {OLD: '4.1.3-1', MID: '4.6.0-1', NEW: '4.8.3-1'}
+UPSTREAM = {OLD: '4.2.3', MID: '4.4.1', NEW: '4.6.0'}
 NCCL_OLD, NCCL_NEW = '2.23.4-1+cuda12.6', '2.26.2-1+cuda12.8'
 D4 = 'datacenter-gpu-manager-4'
 CORE = D4 + '-core'
@@ -33,9 +34,9 @@ CORE = D4 + '-core'
 def expected():
     """{(package, version): Depends} of every package the repository must hold."""
     result = {('datacenter-gpu-manager', DCGM3): 'libc6 (>= 2.17)'}
-    for v, cudas in ((OLD, (11, 12)), (NEW, (11, 12, 13))):
+    for v, cudas in ((OLD, (11, 12)), (MID, (11, 12, 13)), (NEW, (11, 12, 13))):
         eq = '(= %s)' % v
-        result[(CORE, v)] = 'libc6 (>= 2.27)' + (', lshw' if v == NEW else '')
+        result[(CORE, v)] = 'libc6 (>= 2.27)' + (', lshw' if v != OLD else '')
         for c in cudas:
             result[('%s-cuda%d' % (D4, c), v)] = '%s %s' % (CORE, eq)
             result[('%s-proprietary-cuda%d' % (D4, c), v)] = '%s-proprietary %s, %s-cuda%d %s' % (D4, eq, D4, c, eq)
@@ -152,7 +153,7 @@ def test_release_is_signed(repo, tmp_path):
 
 def test_dcgm_contents(repo):
     lib = '/usr/lib/x86_64-linux-gnu/'
-    for v, up in ((OLD, '4.2.3'), (NEW, '4.4.1')):
+    for v, up in sorted(UPSTREAM.items()):
         core = deb(repo, CORE, v)
         assert links(core) == {lib + 'libdcgm.so.4': 'libdcgm.so.' + up}
         listed = files(core)
@@ -168,14 +169,15 @@ def test_dcgm_contents(repo):
         assert 'useradd -Urs /usr/sbin/nologin nvidia-dcgm' in postinst and '/var/log/nvidia-dcgm' in postinst
         assert 'systemctl' not in postinst  # NVIDIA's enables and starts nothing
     assert lib + 'libdcgm.so' in links(deb(repo, D4 + '-dev', NEW))
-    assert lib + 'libdcgmmoduleprofiling.so.4.4.1' in files(deb(repo, D4 + '-proprietary', NEW))
+    assert lib + 'libdcgmmoduleprofiling.so.4.6.0' in files(deb(repo, D4 + '-proprietary', NEW))
     old3 = deb(repo, 'datacenter-gpu-manager', DCGM3)
     assert links(old3) == {lib + 'libdcgm.so.3': 'libdcgm.so.3.3.9'}
     assert 'Conflicts=dcgm.service\n' in member(old3, '/usr/lib/systemd/system/nvidia-dcgm.service')
 
 
 def test_exporter_contents(repo):
-    for v, log in ((OLD, '/var/dcgm-exporter.log'), (NEW, '/var/log/dcgm-exporter.log')):
+    for v, log in ((OLD, '/var/dcgm-exporter.log'), (MID, '/var/log/dcgm-exporter.log'),
+                   (NEW, '/var/log/dcgm-exporter.log')):
         path = deb(repo, 'datacenter-gpu-manager-exporter', EXPORTER[v])
         assert files(path)['/usr/bin/dcgm-exporter'] == '-rwxr-xr-x'
         unit = member(path, '/lib/systemd/system/nvidia-dcgm-exporter.service')
@@ -184,10 +186,10 @@ def test_exporter_contents(repo):
         assert control(path, 'conffiles') == '/etc/dcgm-exporter/default-counters.csv\n'
         csv = member(path, '/etc/dcgm-exporter/default-counters.csv')
         enabled = [line.split(',')[0].strip() for line in csv.splitlines() if line and not line.startswith('#')]
-        assert len(enabled) == (26 if v == NEW else 25)
+        assert len(enabled) == (25 if v == OLD else 26)
         assert enabled[:3] == ['DCGM_FI_DEV_SM_CLOCK', 'DCGM_FI_DEV_MEM_CLOCK', 'DCGM_FI_DEV_MEMORY_TEMP']
         assert 'DCGM_FI_DEV_XID_ERRORS' in enabled and 'DCGM_FI_PROF_GR_ENGINE_ACTIVE' in enabled
-        assert ('DCGM_FI_DEV_FB_RESERVED' in enabled) == (v == NEW)
+        assert ('DCGM_FI_DEV_FB_RESERVED' in enabled) == (v != OLD)
         assert all(len(line.split(',')) >= 3 for line in csv.splitlines() if line and not line.startswith('#'))
 
 
@@ -235,7 +237,7 @@ def test_apt_pins_couples_and_traps(repo, tmp_path):
     update = apt('apt-get', 'update', '--error-on=any')
     assert update.returncode == 0, update.stdout
     madison = apt('apt-cache', 'madison', CORE).stdout
-    assert [line.split('|')[1].strip() for line in madison.splitlines()] == [NEW, OLD]
+    assert [line.split('|')[1].strip() for line in madison.splitlines()] == [NEW, MID, OLD]
 
     newest, inst = install(D4 + '-cuda12')  # unversioned: the newest, core coupled to it
     assert newest.returncode == 0, newest.stdout

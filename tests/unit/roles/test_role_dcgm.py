@@ -101,16 +101,7 @@ def test_the_simulated_watches_read_as_the_role_wants_them():
         assert len(render('{{ __dcgm_watch_rows }}')) == 10
 
 
-def test_the_pins_follow_the_package_version_apt_offers():
-    probe = {'results': [{'item': '1:4.2.3-1', 'rc': 100}, {'item': '1:4.2.3', 'rc': 0}]}
-    render = _templar(dcgm_version='4.2.3', dcgm_exporter_version='4.2.3-4.1.3', dcgm_cuda_major=12,
-                      __dcgm_version_probe=probe)
-    assert render('{{ __dcgm_pins }}') == {'datacenter-gpu-manager-4-core': '1:4.2.3',
-                                           'datacenter-gpu-manager-4-cuda12': '1:4.2.3',
-                                           'datacenter-gpu-manager-exporter': '4.1.3-1'}
-    render = _templar(dcgm_cuda_major=13, dcgm_profiling=True, dcgm_exporter=False)
-    assert render('{{ __dcgm_pins }}') == dict((name, '1:4.4.1-1') for name in (
-        'datacenter-gpu-manager-4-core', 'datacenter-gpu-manager-4-cuda13', 'datacenter-gpu-manager-4-proprietary',
-        'datacenter-gpu-manager-4-proprietary-cuda13'))
-    assert render('{{ __dcgm_upstream_version }}') == '4.4.1'
+def test_the_upstream_version_of_dcgm_version():
+    render = _templar()
+    assert render('{{ __dcgm_upstream_version }}') == '4.6.0'
     assert _templar(dcgm_version='1:4.4.1-1')('{{ __dcgm_upstream_version }}') == '4.4.1'
