@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Build a local, signed, flat apt repository of stand-ins for NVIDIA's debian12 driver packages.
+"""Build a local, signed, flat apt repository of stand-ins for NVIDIA's debian12 driver packages and pinning packages.
 
     python3 tests/repo/build_nvidia_repo.py --out DIR [--versions 580.126.20-1,580.159.04-1] [--force]
 
@@ -237,6 +237,50 @@ def packages(version):
     ]
 
 
+# NVIDIA's pinning packages (Driver Installation Guide, "Recent Updates": "Driver pinning packages have been
+# introduced for Debian and Ubuntu"). Seen on a Debian 13 node of NVIDIA's repository (a public note quoting the
+# installed system, tests/repo/README.md): the package nvidia-driver-pinning-595.71.05 ships
+# /etc/apt/preferences.d/nvidia-driver-pin, whose stanzas pin "version 595.71.05-*" at "Pin-Priority: 1000", one of
+# them "Package: cuda-drivers* src:nvidia-open:any". Guessed (said in the packages' descriptions): the package
+# revisions (the version's own at the driver's, <branch>-1 for the branch's), the other stanzas (one per source
+# package of these stand-ins), the branch's pattern "<branch>.*", Provides/Conflicts/Replaces nvidia-driver-pinning
+# (what the Ubuntu ones are quoted to have), from 580 on. tests/repo/README.md has the sources.
+PIN_FILE = 'etc/apt/preferences.d/nvidia-driver-pin'
+PIN_SOURCES = ('nvidia-graphics-drivers', 'nvidia-open-gpu-kernel-modules', 'nvidia-modprobe', 'nvidia-persistenced',
+               'fabricmanager')
+
+
+def pin_text(pattern, package):
+    stanza = 'Package: %s\nPin: version %s\nPin-Priority: 1000\n'
+    return ('# gpuops.node test stand-in for NVIDIA\'s pin file (%s); its first stanza has the form of a real one,\n'
+            '# the second is a guess\n' % package
+            + stanza % ('cuda-drivers* src:nvidia-open:any', pattern) + '\n'
+            + stanza % (' '.join('src:%s:any' % source for source in PIN_SOURCES), pattern))
+
+
+def pinning_packages(version):
+    """NVIDIA's pinning packages of one driver version, from 580 on: nvidia-driver-pinning-<upstream> (at the
+    driver's package version) and nvidia-driver-pinning-<branch> (at <branch>-1); [] before 580."""
+    match = VERSION_RE.match(version)
+    upstream, branch = match.group(1), int(match.group(2))
+    if branch < 580:
+        return []
+    specs = []
+    for name, pkg_version, pattern in (('nvidia-driver-pinning-%s' % upstream, version, upstream + '-*'),
+                                       ('nvidia-driver-pinning-%d' % branch, '%d-1' % branch, '%d.*' % branch)):
+        specs.append(dict(
+            name=name, version=pkg_version, arch='all', section='contrib/misc', source='nvidia-driver-pinning',
+            summary='APT driver pinning file for driver %s' % pattern.rstrip('-*.'), depends=[],
+            files={PIN_FILE: (0o644, pin_text(pattern, name))}, links={},
+            extra={'Provides': 'nvidia-driver-pinning', 'Conflicts': 'nvidia-driver-pinning',
+                   'Replaces': 'nvidia-driver-pinning'},
+            description=('A stand-in built by gpuops.node\'s tests (tests/repo/build_nvidia_repo.py) for NVIDIA\'s '
+                         'package %s %s from its CUDA repository for debian12: the apt preferences that pin the '
+                         'driver. Its revision, Provides, Conflicts and Replaces and the pin file\'s second stanza '
+                         'are guessed (the builder says which parts are seen in a real one).' % (name, pkg_version))))
+    return specs
+
+
 def run(argv, **kwargs):
     """Run a command; a failure raises SystemExit with its output."""
     result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
@@ -413,8 +457,9 @@ def build(out, versions, force=False):
     def fill(staging, workdir):
         built = {}
         for version in versions:
-            for spec in packages(version):
-                if (spec['name'], spec['version']) not in built:  # the fabric manager has no -N of its own
+            for spec in packages(version) + pinning_packages(version):
+                # the fabric manager has no -N of its own; a branch's pinning package is one for its versions
+                if (spec['name'], spec['version']) not in built:
                     built[(spec['name'], spec['version'])] = build_deb(spec, workdir, staging)
         write_indexes(staging)
 

@@ -1,7 +1,10 @@
 # -*- coding: utf-8 -*-
 """tests/repo/build_nvidia_repo.py: the local, signed, flat apt repository of stand-ins for NVIDIA's debian12 driver
 packages is built, signed, laid out like NVIDIA's, version-coupled, and accepted by apt (in a scratch apt root, no
-container), and a second run with the same arguments does nothing."""
+container), and a second run with the same arguments does nothing. Its pinning packages' pin file makes real apt
+choose the pinned version, and the plan module (through ansible-playbook) installs the target's pinning package
+first on Debian as on Ubuntu. What it cannot prove: NVIDIA's own pin file beyond the stanza a real one is quoted
+with, or the pinning packages' revisions (tests/repo/README.md says what is guessed)."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
@@ -15,6 +18,7 @@ import sys
 
 import pytest
 
+from apt_root import AptRoot
 from repo_paths import REPO as ROOT
 
 from ansible_collections.gpuops.node.plugins.module_utils.plans import nvidia_packaging
@@ -24,10 +28,14 @@ MISSING = [tool for tool in ('dpkg-deb', 'apt-ftparchive', 'gpg') if shutil.whic
 pytestmark = pytest.mark.skipif(bool(MISSING), reason='needs %s (Debian: apt-utils, gpg)' % ', '.join(MISSING))
 
 C_LOCALE = dict(os.environ, LC_ALL='C')  # the checks read English messages
+# what the base image has installed that the packages depend on
+BASE = (('adduser', '3.134', 'all'), ('libc6', '2.36-9+deb12u4', 'amd64'))
 OLD, NEW = '580.126.20-1', '580.159.04-1'
 NAMES = ['firmware-nvidia-gsp', 'libcuda1', 'libnvidia-ml1', 'libnvidia-pkcs11-openssl3', 'libnvidia-ptxjitcompiler1',
          'nvidia-alternative', 'nvidia-driver-cuda', 'nvidia-fabricmanager', 'nvidia-kernel-dkms',
          'nvidia-kernel-open-dkms', 'nvidia-kernel-support', 'nvidia-modprobe', 'nvidia-persistenced', 'nvidia-smi']
+PINS = [('nvidia-driver-pinning-580', '580-1'), ('nvidia-driver-pinning-580.126.20', OLD),
+        ('nvidia-driver-pinning-580.159.04', NEW)]
 # Debian's relations (nvidia-graphics-drivers, which NVIDIA's debian12 repository rebuilds): {v} the package version,
 # {u} the upstream version
 ALTERNATIVE = 'nvidia-alternative (= {v})'
@@ -72,7 +80,8 @@ def sha256(path):
 
 
 def deb(repo, name, version):
-    return os.path.join(str(repo), 'repo', '%s_%s_amd64.deb' % (name, version))
+    arch = 'all' if name.startswith('nvidia-driver-pinning-') else 'amd64'
+    return os.path.join(str(repo), 'repo', '%s_%s_%s.deb' % (name, version, arch))
 
 
 def listing(path):
@@ -115,9 +124,14 @@ def test_packages_index(repo):
         assert handle.read() == text
     index = stanzas(text)
     assert sorted((s['Package'], s['Version']) for s in index) == sorted(
-        (name, v) for name in NAMES for v in (OLD, NEW))
+        [(name, v) for name in NAMES for v in (OLD, NEW)] + PINS)
     for s in index:
         v = s['Version']
+        if s['Package'].startswith('nvidia-driver-pinning-'):
+            assert s['Architecture'] == 'all' and 'Depends' not in s
+            assert s['Provides'] == s['Conflicts'] == s['Replaces'] == 'nvidia-driver-pinning'
+            assert s['Filename'] == './%s_%s_all.deb' % (s['Package'], v)
+            continue
         assert s['Architecture'] == 'amd64'
         assert s['Maintainer'] == 'gpuops.node test repository <repo@gpuops.invalid>'
         assert s['Priority'] == 'optional' and s['Section'] and s['Source']
@@ -210,10 +224,9 @@ def test_apt_accepts_it_and_couples_versions(repo, tmp_path):
     for folder in ('etc/apt/sources.list.d', 'etc/apt/preferences.d', 'etc/apt/apt.conf.d', 'var/lib/dpkg',
                    'var/lib/apt/lists/partial', 'var/cache/apt/archives/partial'):
         (root / folder).mkdir(parents=True)
-    # what the base image has installed that the packages depend on
     (root / 'var/lib/dpkg/status').write_text(''.join(
         'Package: %s\nStatus: install ok installed\nVersion: %s\nArchitecture: %s\nMaintainer: x\nDescription: x\n\n'
-        % pkg for pkg in (('adduser', '3.134', 'all'), ('libc6', '2.36-9+deb12u4', 'amd64'))))
+        % pkg for pkg in BASE))
     sources = root / 'etc/apt/sources.list.d/gpuops-nvidia-driver.sources'
 
     def point_at(key):
@@ -263,6 +276,74 @@ def test_apt_accepts_it_and_couples_versions(repo, tmp_path):
     point_at('wrong-key.asc')
     wrong = apt('apt-get', 'update', '--error-on=any')
     assert wrong.returncode != 0 and 'NO_PUBKEY' in wrong.stdout
+
+
+def index(repo):
+    with open(os.path.join(str(repo), 'repo', 'Packages')) as handle:
+        return dict(((s['Package'], s['Version']), s) for s in stanzas(handle.read()))
+
+
+@pytest.mark.skipif(shutil.which('apt-get') is None or shutil.which('dpkg-query') is None,
+                    reason='needs apt-get and dpkg-query')
+def test_a_pinning_package_pins_the_driver_for_apt(repo, tmp_path):
+    root = AptRoot(tmp_path / 'root', repo, index(repo), BASE, 'Debian', 'debian12')
+    pin = '/etc/apt/preferences.d/nvidia-driver-pin'
+    text = member(deb(repo, 'nvidia-driver-pinning-580.126.20', OLD), pin)
+    assert 'Package: cuda-drivers* src:nvidia-open:any\nPin: version 580.126.20-*\nPin-Priority: 1000\n' in text
+    names = [name for name in NAMES if name != 'nvidia-kernel-dkms']
+    # no pin: the newest
+    assert all('(%s ' % NEW in l for l in root.simulate(names).stdout.splitlines() if l.startswith('Inst '))
+    # the version's pin file, as dpkg would unpack it: apt reads it (a stanza it cannot parse fails apt), and every
+    # package of the set, named without a version, is taken at the pinned one, the older
+    (root.root / pin.lstrip('/')).write_text(text)
+    policy = root.apt('apt-cache', 'policy', 'nvidia-smi')
+    assert policy.returncode == 0 and 'Candidate: %s' % OLD in policy.stdout, policy.stdout
+    done = root.simulate(names)
+    inst = [l for l in done.stdout.splitlines() if l.startswith('Inst ')]
+    assert done.returncode == 0 and len(inst) == len(names) and all('(%s ' % OLD in l for l in inst), done.stdout
+    # the branch's pin file: the newest of the branch
+    (root.root / pin.lstrip('/')).write_text(member(deb(repo, 'nvidia-driver-pinning-580', '580-1'), pin))
+    assert 'Candidate: %s' % NEW in root.apt('apt-cache', 'policy', 'nvidia-smi').stdout
+
+
+@pytest.mark.skipif(shutil.which('apt-get') is None or shutil.which('dpkg-query') is None,
+                    reason='needs apt-get and dpkg-query')
+def test_the_plan_installs_the_pinning_package_of_the_target_on_debian(repo, tmp_path):
+    root = AptRoot(tmp_path / 'root', repo, index(repo), BASE, 'Debian', 'debian12')
+    older = root.plan(tmp_path, version='580.126.20')
+    assert not older.get('failed'), older.get('msg')
+    plan = older['plan']
+    assert plan['pinning'] == {'package': 'nvidia-driver-pinning-580.126.20', 'package_version': OLD,
+                               'install': True, 'target_version': '580.126.20'}
+    assert 'nvidia-driver-pinning-580.126.20' in plan['hold']
+    assert set(spec.split('=', 1)[1] for spec in plan['install']) == {OLD}
+    done = root.simulate(plan['install'])
+    assert done.returncode == 0, done.stdout
+    # the branch: the newest version, and that version's own pinning package before the branch's
+    newest = root.plan(tmp_path, branch='580')['plan']
+    assert newest['target_package_version'] == NEW
+    assert newest['pinning']['package'] == 'nvidia-driver-pinning-580.159.04'
+    # an upgrade from the older driver, pinned and held: the old pinning package is released and planned for
+    # removal; as the role does, the new pinning package goes in its own run first, where apt swaps the two
+    # (Conflicts and Replaces nvidia-driver-pinning), then the driver
+    installed = [(name, OLD) for name in plan['hold'] if name != 'nvidia-driver-pinning-580.126.20']
+    installed.append(('nvidia-driver-pinning-580.126.20', OLD))
+    root.status(installed, held=[name for name, _v in installed])
+    upgrade = root.plan(tmp_path, version='580.159.04', facts={'driver_installed_version': '580.126.20'})['plan']
+    assert upgrade['action'] == 'upgrade'
+    assert 'nvidia-driver-pinning-580.126.20' in upgrade['remove'] and 'nvidia-driver-pinning-580.126.20' in (
+        upgrade['unhold'])
+    root.status(installed)
+    pinning = upgrade['pinning']
+    assert pinning['package'] == 'nvidia-driver-pinning-580.159.04' and pinning['install']
+    swapped = root.simulate(['%s=%s' % (pinning['package'], pinning['package_version'])])
+    assert swapped.returncode == 0, swapped.stdout
+    assert 'Remv nvidia-driver-pinning-580.126.20' in swapped.stdout
+    root.status([(n, v) for n, v in installed if n != 'nvidia-driver-pinning-580.126.20']
+                + [(pinning['package'], pinning['package_version'])])
+    driver = root.simulate(upgrade['install'])
+    inst = [l for l in driver.stdout.splitlines() if l.startswith('Inst ')]
+    assert driver.returncode == 0 and inst and all('(%s ' % NEW in l for l in inst), driver.stdout
 
 
 def test_second_run_does_nothing_and_key_is_kept(tmp_path):

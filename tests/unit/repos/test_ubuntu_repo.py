@@ -22,7 +22,7 @@ import sys
 
 import pytest
 
-from ansible_cli import run_task
+from apt_root import AptRoot
 from repo_paths import REPO
 
 from ansible_collections.gpuops.node.plugins.module_utils.parsers.apt_show import parse_show
@@ -33,7 +33,6 @@ if MISSING and os.environ.get('CI'):
     raise AssertionError('CI needs %s (make host installs them)' % ', '.join(MISSING))
 pytestmark = pytest.mark.skipif(bool(MISSING), reason='needs %s' % ', '.join(MISSING))
 
-C_LOCALE = dict(os.environ, LC_ALL='C')
 OLD580, NEW580, OLD595, NEW595 = '580.95.05-0ubuntu1', '580.126.20-1ubuntu1', '595.45.04-1ubuntu1', '595.71.05-1ubuntu1'
 LEADS580 = ['nvidia-dkms-580-open', 'libnvidia-compute-580', 'nvidia-utils-580', 'nvidia-compute-utils-580']
 # what an Ubuntu 24.04 base has that the packages depend on
@@ -51,67 +50,10 @@ def repo(tmp_path_factory):
     return out, stanzas
 
 
-class AptRoot(object):
-    """A scratch apt root with the repository as its only source, and a dpkg status of chosen packages."""
-
-    def __init__(self, root, repo):
-        self.root, (self.repo, self.stanzas) = root, repo
-        for folder in ('etc/apt/sources.list.d', 'etc/apt/preferences.d', 'etc/apt/apt.conf.d', 'var/lib/dpkg',
-                       'var/lib/apt/lists/partial', 'var/cache/apt/archives/partial', 'bin'):
-            (root / folder).mkdir(parents=True)
-        (root / 'etc/apt/sources.list.d/gpuops-nvidia-driver.sources').write_text(
-            'Types: deb\nURIs: file://%s/repo/\nSuites: /\nSigned-By: %s/key.asc\n' % (self.repo, self.repo))
-        (root / 'apt.conf').write_text(
-            'Dir "%s/";\nDir::State::status "%s/var/lib/dpkg/status";\nAPT::Architecture "amd64";\n'
-            'APT::Architectures "amd64";\nDebug::NoLocking "1";\nAPT::Sandbox::User "%s";\n'
-            % (root, root, 'root' if os.geteuid() == 0 else 'nobody'))
-        # dpkg-query reads the scratch status (apt-cache and apt-mark read APT_CONFIG)
-        wrapper = root / 'bin' / 'dpkg-query'
-        wrapper.write_text('#!/bin/sh\nexec %s --admindir=%s/var/lib/dpkg "$@"\n' % (shutil.which('dpkg-query'), root))
-        wrapper.chmod(0o755)
-        self.status([])
-        update = self.apt('apt-get', 'update', '--error-on=any')
-        assert update.returncode == 0, update.stdout
-
-    def env(self):
-        return dict(C_LOCALE, APT_CONFIG=str(self.root / 'apt.conf'),
-                    PATH='%s:%s' % (self.root / 'bin', os.environ.get('PATH', '/usr/bin:/bin')))
-
-    def status(self, installed, held=(), site=''):
-        """dpkg's status: the base packages, ``installed`` ((name, version) of this repository's packages) and
-        ``site``, stanzas of the site's own packages."""
-        text = ''.join('Package: %s\nStatus: install ok installed\nVersion: %s\nArchitecture: %s\nMaintainer: x\n'
-                       'Description: x\n\n' % pkg for pkg in BASE) + site
-        for name, version in installed:
-            fields = self.stanzas[(name, version)]
-            keep = [(k, v) for k, v in fields.items() if k not in ('Filename', 'Size', 'MD5sum', 'SHA1', 'SHA256',
-                                                                   'SHA512', 'Description-md5', 'Package')]
-            text += 'Package: %s\nStatus: %s ok installed\n%s\n\n' % (
-                name, 'hold' if name in held else 'install', '\n'.join('%s: %s' % (k, v.replace('\n', '\n '))
-                                                                       for k, v in keep))
-        (self.root / 'var/lib/dpkg/status').write_text(text)
-
-    def apt(self, *argv):
-        return subprocess.run(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                              env=self.env(), check=False)
-
-    def simulate(self, install, remove=()):
-        """apt-get -s install of the specs, removing ``remove`` (``name-``) in the same transaction."""
-        return self.apt('apt-get', '-s', 'install', '--no-install-recommends',
-                        *(list(install) + ['%s-' % n for n in remove]))
-
-    def plan(self, tmp, **args):
-        """gpuops.node.nvidia_driver_plan through ansible-playbook on this host, apt pointed at the root."""
-        task = dict({'family': 'Ubuntu', 'source': 'mirror', 'repository': 'ubuntu2404', 'kernel_module': 'open',
-                     'fabricmanager': 'absent', 'persistenced': True,
-                     'repo_url': 'file://%s/repo/' % self.repo}, **args)
-        return run_task(tmp, 'gpuops.node.nvidia_driver_plan', task, {
-            'APT_CONFIG': str(self.root / 'apt.conf'), 'PATH': self.env()['PATH'], 'LC_ALL': 'C'})
-
-
 @pytest.fixture
 def apt_root(tmp_path, repo):
-    return AptRoot(tmp_path / 'root', repo)
+    out, stanzas = repo
+    return AptRoot(tmp_path / 'root', out, stanzas, BASE, 'Ubuntu', 'ubuntu2404')
 
 
 def installs(result):
