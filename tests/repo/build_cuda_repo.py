@@ -27,7 +27,9 @@ Sources (tests/repo/README.md has the table of what is confirmed and what is not
 With ``--driver-versions`` the repository also holds the driver packages of those versions, as
 build_nvidia_repo.py builds them: one repository like NVIDIA's, where the driver, DCGM and NCCL come from the same
 source (``make demo`` gives it to the nvidia_driver role as the site mirror; dcgm and nccl use the apt source the
-driver role configured).
+driver role configured). It leaves out NVIDIA's pinning packages, which build_nvidia_repo.py adds to its own
+repository: with none offered the role installs the driver by its exact-version closure alone, as for a mirror
+without them (the nvidia_driver scenario and tests/unit/repos/test_nvidia_repo.py test the pinning packages).
 
 DIR/repo/        the repository (deb822 ``URIs: file://.../repo/``, ``Suites: /``): *.deb, Packages, Packages.gz,
                  Release (Origin NVIDIA, Label NVIDIA CUDA), Release.gpg (armoured, detached), InRelease
