@@ -125,14 +125,20 @@ def parse_repoquery(text, package):
 
 
 def parse_rpm_installed(text):
-    """{name: version} from ``rpm -q --qf '%{NAME} %{EPOCH}:%{VERSION}-%{RELEASE}\\n' NAMES`` (``is not installed`` lines skipped)."""
-    installed = {}
+    """{name: version} from ``rpm -q --qf '%{NAME} %{EPOCH}:%{VERSION}-%{RELEASE}\\n' NAMES`` (``is not installed`` lines skipped).
+
+    A name rpm lists more than once at one version (a package of two architectures) is that version; at two or more
+    versions (a transaction cut short leaves both), the versions sorted and joined by spaces: a string that equals no
+    package version, so no pin reads as met and the message shows what is there."""
+    versions = {}
     for line in (text or '').splitlines():
         parts = line.split()
         if len(parts) == 2 and ':' in parts[1]:
             epoch, rest = parts[1].split(':', 1)
-            installed[parts[0]] = rest if epoch in ('0', '(none)') else parts[1]
-    return installed
+            version = rest if epoch in ('0', '(none)') else parts[1]
+            if version not in versions.setdefault(parts[0], []):
+                versions[parts[0]].append(version)
+    return dict((name, ' '.join(sorted(found))) for name, found in versions.items())
 
 
 def parse_versionlock(text):

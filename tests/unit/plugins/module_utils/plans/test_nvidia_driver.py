@@ -189,6 +189,14 @@ def test_package_outputs():
     status = 'nvidia-smi\t580.126.20-1\tii \nnvidia-kernel-dkms\t580.126.20-1\trc \nlibnvidia-ml1:amd64\t580.126.20-1\thi \n'
     assert node_packages.parse_dpkg_status(status) == {'nvidia-smi': '580.126.20-1', 'libnvidia-ml1': '580.126.20-1'}
     assert node_packages.parse_showhold('nvidia-smi\nlibnvidia-ml1:amd64\n') == ['nvidia-smi', 'libnvidia-ml1']
+    # rpm -q with the plan modules' query format: a name listed twice at one version (two architectures) is that
+    # version; at two versions (an interrupted transaction), a string no pin equals
+    rpm = ('libnccl (none):2.23.4-1+cuda12.6\npackage libnccl-devel is not installed\n'
+           'datacenter-gpu-manager-4-core 1:4.6.0-1\ndatacenter-gpu-manager-4-core 1:4.6.0-1\n'
+           'nvidia-driver 3:580.126.20-1.el9\nnvidia-driver 3:580.159.04-1.el9\n')
+    assert node_packages.parse_rpm_installed(rpm) == {
+        'libnccl': '2.23.4-1+cuda12.6', 'datacenter-gpu-manager-4-core': '1:4.6.0-1',
+        'nvidia-driver': '3:580.126.20-1.el9 3:580.159.04-1.el9'}
 
 
 def test_dkms_status_forms():
