@@ -97,9 +97,14 @@ def pins(packages, offered, values, source, installed=None):
     missing = [name for name in sorted(wanted) if not has(name, wanted[name])]
     if not missing:
         return wanted, []
+    # a package version given without its epoch (4.6.0-1) is not the offered 1:4.6.0-1: apt and dnf install the
+    # version with its epoch only
+    epochs = sorted(set(v for name in missing for v in offered.get(name) or []
+                        if ':' in v and ':' not in wanted[name] and v.split(':', 1)[1] == wanted[name]))
     return wanted, ['%s: the package sources do not offer %s (%s; offered: %s); set dcgm_repo_url to a mirror of '
                     'NVIDIA\'s CUDA repository for this OS, or dcgm_version / dcgm_exporter_version / dcgm_cuda_major '
-                    'to what the sources offer'
+                    'to what the sources offer%s'
                     % (_variable(packages, missing), ', '.join('%s=%s' % (name, wanted[name]) for name in missing),
                        source, '; '.join('%s %s' % (name, ', '.join(offered.get(name) or []) or 'none')
-                                         for name in sorted(wanted)))]
+                                         for name in sorted(wanted)),
+                       '; a package version carries its epoch: %s' % ', '.join(epochs) if epochs else '')]

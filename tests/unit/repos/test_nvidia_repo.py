@@ -2,8 +2,8 @@
 """tests/repo/build_nvidia_repo.py: the local, signed, flat apt repository of stand-ins for NVIDIA's debian12 driver
 packages is built, signed, laid out like NVIDIA's, version-coupled, and accepted by apt (in a scratch apt root, no
 container), and a second run with the same arguments does nothing. Its pinning packages' pin file makes real apt
-choose the pinned version, and the plan module (through ansible-playbook) installs the target's pinning package
-first on Debian as on Ubuntu. What it cannot prove: NVIDIA's own pin file beyond the stanza a real one is quoted
+choose the pinned version, and the plan module (through ansible-playbook) plans the target's pinning package on
+Debian as on Ubuntu (the role installs it on its own, first: the scenario nvidia_driver runs that). What it cannot prove: NVIDIA's own pin file beyond the stanza a real one is quoted
 with, or the pinning packages' revisions (tests/repo/README.md says what is guessed)."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -131,6 +131,9 @@ def test_packages_index(repo):
             assert s['Architecture'] == 'all' and 'Depends' not in s
             assert s['Provides'] == s['Conflicts'] == s['Replaces'] == 'nvidia-driver-pinning'
             assert s['Filename'] == './%s_%s_all.deb' % (s['Package'], v)
+            assert sha256(os.path.join(str(repo), 'repo', s['Filename'])) == s['SHA256']
+            assert 'guessed' in s['Description'] and "NVIDIA's package %s %s" % (s['Package'], v) in ' '.join(
+                s['Description'].split())
             continue
         assert s['Architecture'] == 'amd64'
         assert s['Maintainer'] == 'gpuops.node test repository <repo@gpuops.invalid>'
@@ -301,9 +304,12 @@ def test_a_pinning_package_pins_the_driver_for_apt(repo, tmp_path):
     done = root.simulate(names)
     inst = [l for l in done.stdout.splitlines() if l.startswith('Inst ')]
     assert done.returncode == 0 and len(inst) == len(names) and all('(%s ' % OLD in l for l in inst), done.stdout
-    # the branch's pin file: the newest of the branch
+    assert ' %s 1000' % OLD in policy.stdout and ' %s 1000' % NEW not in policy.stdout, policy.stdout
+    # the branch's pin file: every version of the branch at 1000, so the newest of the branch
     (root.root / pin.lstrip('/')).write_text(member(deb(repo, 'nvidia-driver-pinning-580', '580-1'), pin))
-    assert 'Candidate: %s' % NEW in root.apt('apt-cache', 'policy', 'nvidia-smi').stdout
+    policy = root.apt('apt-cache', 'policy', 'nvidia-smi')
+    assert policy.returncode == 0 and 'Candidate: %s' % NEW in policy.stdout, policy.stdout
+    assert ' %s 1000' % OLD in policy.stdout and ' %s 1000' % NEW in policy.stdout, policy.stdout
 
 
 @pytest.mark.skipif(shutil.which('apt-get') is None or shutil.which('dpkg-query') is None,
@@ -319,7 +325,7 @@ def test_the_plan_installs_the_pinning_package_of_the_target_on_debian(repo, tmp
     assert set(spec.split('=', 1)[1] for spec in plan['install']) == {OLD}
     done = root.simulate(plan['install'])
     assert done.returncode == 0, done.stdout
-    # the branch: the newest version, and that version's own pinning package before the branch's
+    # the branch: the newest version, and that version's own pinning package chosen over the branch's
     newest = root.plan(tmp_path, branch='580')['plan']
     assert newest['target_package_version'] == NEW
     assert newest['pinning']['package'] == 'nvidia-driver-pinning-580.159.04'
@@ -350,7 +356,8 @@ def test_second_run_does_nothing_and_key_is_kept(tmp_path):
     out = tmp_path / 'out'
     assert build(out, '--versions', OLD).returncode == 0
     record = {p: os.stat(os.path.join(str(out), p)).st_mtime_ns for p in ('repo/InRelease', 'key.asc', '.inputs')}
-    debs = dict((name, sha256(deb(out, name, OLD))) for name in NAMES)
+    debs = dict((name, sha256(deb(out, name, version))) for name, version in
+                [(name, OLD) for name in NAMES] + PINS[:2])
     again = build(out, '--versions', OLD)
     assert again.returncode == 0 and 'is current' in again.stdout
     assert record == {p: os.stat(os.path.join(str(out), p)).st_mtime_ns for p in record}
@@ -361,7 +368,8 @@ def test_second_run_does_nothing_and_key_is_kept(tmp_path):
     assert other.returncode == 0 and 'built' in other.stdout
     with open(os.path.join(str(out), 'key.asc')) as handle:
         assert handle.read() == key
-    assert debs == dict((name, sha256(deb(out, name, OLD))) for name in NAMES)
+    assert debs == dict((name, sha256(deb(out, name, version))) for name, version in
+                        [(name, OLD) for name in NAMES] + PINS[:2])
     assert os.path.exists(deb(out, 'nvidia-smi', NEW))
 
 

@@ -50,3 +50,12 @@ def test_a_pin_installed_needs_no_offer_and_the_message_names_what_to_change():
     _pins, errors = plans_dcgm.pins(profiling, offered, dict(values, dcgm_version='4.6.0'), 'x')
     assert errors[0].startswith('dcgm_profiling: the package sources do not offer '
                                 'datacenter-gpu-manager-4-proprietary=1:4.6.0-1, datacenter-gpu-manager-exporter=')
+
+
+def test_a_package_version_without_its_epoch_is_refused_naming_the_one_with_it():
+    offered = {'datacenter-gpu-manager-4-core': ['1:4.6.0-1'], 'datacenter-gpu-manager-4-cuda12': ['1:4.6.0-1']}
+    _pins, errors = plans_dcgm.pins(dict(PACKAGES, exporter=None), offered, {'dcgm_version': '4.6.0-1'}, 'x')
+    assert errors[0].startswith('dcgm_version: the package sources do not offer datacenter-gpu-manager-4-core=4.6.0-1')
+    assert errors[0].endswith('; a package version carries its epoch: 1:4.6.0-1')
+    # the same request with the epoch is met
+    assert plans_dcgm.pins(dict(PACKAGES, exporter=None), offered, {'dcgm_version': '1:4.6.0-1'}, 'x')[1] == []
