@@ -28,14 +28,8 @@ description:
 author:
   - gpuops.node maintainers (@gpuops)
 extends_documentation_fragment:
+  - gpuops.node.plan
   - gpuops.node.package_source
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads.
-  diff_mode:
-    support: none
-    description: The module changes nothing, so it has no difference to show.
 options:
   variables:
     description:

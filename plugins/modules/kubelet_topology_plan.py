@@ -35,13 +35,8 @@ description:
     node already as wanted is not restarted.
 author:
   - gpuops.node maintainers (@gpuops)
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads its parameters.
-  diff_mode:
-    support: none
-    description: The module changes nothing, so it has no difference to show.
+extends_documentation_fragment:
+  - gpuops.node.plan
 options:
   variables:
     description: The variables of the C(gpuops.node.kubelet_topology) role by name, as its argument spec documents them.

@@ -26,13 +26,8 @@ description:
     C(Default) on those O(recorded) lists that no set has any more (or all of them, with C(mps_enabled) false).
 author:
   - gpuops.node maintainers (@gpuops)
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads its parameters.
-  diff_mode:
-    support: none
-    description: The module changes nothing, so it has no difference to show.
+extends_documentation_fragment:
+  - gpuops.node.plan
 options:
   variables:
     description:

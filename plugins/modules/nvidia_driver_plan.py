@@ -31,13 +31,8 @@ description:
   - O(mode=inspect) only reads the packages and DKMS, for a role that needs to say why an installation failed.
 author:
   - gpuops.node maintainers (@gpuops)
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads.
-  diff_mode:
-    support: none
-    description: The module changes nothing, so it has no difference to show.
+extends_documentation_fragment:
+  - gpuops.node.plan
 options:
   mode:
     description:

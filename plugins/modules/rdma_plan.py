@@ -23,13 +23,8 @@ description:
     stack without C(rdma_stack_replace).
 author:
   - gpuops.node maintainers (@gpuops)
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads.
-  diff_mode:
-    support: none
-    description: The module changes nothing, so it has no difference to show.
+extends_documentation_fragment:
+  - gpuops.node.plan
 options:
   variables:
     description:
