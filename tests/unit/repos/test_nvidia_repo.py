@@ -3,8 +3,9 @@
 packages is built, signed, laid out like NVIDIA's, version-coupled, and accepted by apt (in a scratch apt root, no
 container), and a second run with the same arguments does nothing. Its pinning packages' pin file makes real apt
 choose the pinned version, and the plan module (through ansible-playbook) plans the target's pinning package on
-Debian as on Ubuntu (the role installs it on its own, first: the scenario nvidia_driver runs that). What it cannot prove: NVIDIA's own pin file beyond the stanza a real one is quoted
-with, or the pinning packages' revisions (tests/repo/README.md says what is guessed)."""
+Debian as on Ubuntu (the role installs it on its own, first: the scenario nvidia_driver runs that). What it cannot
+prove: NVIDIA's own pin file beyond the stanza a real one is quoted with, or the pinning packages' revisions
+(tests/repo/README.md says what is guessed)."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
