@@ -53,9 +53,11 @@ options:
         NVIDIA's pinning packages come from the packaging table (C(plugins/module_utils/plans/nvidia_packaging.py),
         docs/packaging.md) for O(family), O(source) and the target's branch; O(family) and O(source) are then
         required. O(fabricmanager_packages) and O(extra_packages) are ignored then.
-      - On apt, every package the named ones depend on that the source offers at exactly the target's package version
-        is installed and held with them (C(plan.closure), read with C(apt-cache show) and C(apt-cache madison)), so
-        that a version older than the newest installs.
+      - Every package the named ones depend on that the source offers at exactly the target's package version is
+        installed and held with them (C(plan.closure), read with C(apt-cache show) and C(apt-cache madison), or with
+        C(dnf repoquery) from the plan's own repository), so that a version older than the newest installs, and on
+        dnf a lock holds every package of the driver's version (without a module stream, as on RHEL 10, an unlocked
+        one would make C(dnf upgrade) fail).
     type: dict
     suboptions:
       open:
@@ -236,8 +238,8 @@ plan:
       type: dict
     closure:
       description:
-        - On apt, the packages beyond the named ones that the named ones depend on at exactly the target's package
-          version (installed and held with them).
+        - The packages beyond the named ones that the named ones depend on at exactly the target's package version
+          (installed and held with them).
       type: list
       elements: str
     pinning:
@@ -440,7 +442,8 @@ def main():
         except PlanError as exc:
             module.fail_json(msg=str(exc), variable=exc.variable)
         module.exit_json(changed=False, plan={'kernel_module': flavour, 'kernel_module_reason': reason})
-    manager = PackageManager(module, params['repo_id'])
+    # the package manager of the OS family when it is given (a RHEL node may have apt-cache too), else what is found
+    manager = PackageManager(module, params['repo_id'], name=nvidia_packaging.MANAGERS.get(params['family'] or ''))
     try:
         packages = expand_packages(request['packages'], branch, params['source'])
     except PlanError as exc:
@@ -495,15 +498,14 @@ def main():
     except PlanError as exc:
         result['variable'] = exc.variable
         module.fail_json(msg=str(exc), **result)
-    if manager.apt:
-        try:
-            add_exact_closure(manager, result['plan'], origin, node)
-            if result['plan'].get('drift') and not params['force']:
-                guard_processes(params['facts'] or {}, result['plan']['installed_version'], 'switch')
-        except PlanError as exc:
-            result['variable'] = exc.variable
-            module.fail_json(msg=str(exc), **result)
-    else:
+    try:
+        add_exact_closure(manager, result['plan'], origin, node)
+        if result['plan'].get('drift') and not params['force']:
+            guard_processes(params['facts'] or {}, result['plan']['installed_version'], 'switch')
+    except PlanError as exc:
+        result['variable'] = exc.variable
+        module.fail_json(msg=str(exc), **result)
+    if not manager.apt:
         # dnf installs name-version
         result['plan']['install'] = [spec.replace('=', '-', 1) for spec in result['plan']['install']]
     result['installed'] = node['installed']
@@ -511,8 +513,9 @@ def main():
 
 
 def add_exact_closure(manager, result, origin, node):
-    """Add to the plan (apt) the exact-version closure of the packages it installs, and the closure of the packages
-    it removes at their installed version (held with them, and conflicting with what replaces them)."""
+    """Add to the plan the exact-version closure of the packages it installs (apt's Depends, or the Requires dnf
+    lists), and the closure of the packages it removes at their installed version (held with them, and conflicting
+    with what replaces them)."""
     if not result.get('target_package_version'):
         return
     skip = set([(result.get('pinning') or {}).get('package'), (result.get('fabricmanager') or {}).get('package')])

@@ -58,16 +58,34 @@ class PackageManager(object):
                             + ['--qf', '%{name} %{epoch}:%{version}-%{release}', package])
         return node_packages.parse_repoquery(out, package)
 
+    def _repoquery(self):
+        """``dnf repoquery`` of the available packages of the plan's own repository, its modular filtering off."""
+        if not self.repo_id:
+            return ['dnf', '-q', 'repoquery', '--available']
+        return ['dnf', '-q', 'repoquery', '--available', '--setopt=%s.module_hotfixes=true' % self.repo_id,
+                '--repo', self.repo_id]
+
     def offered(self, names, origin=None):
-        """{name: [versions]} of ``names`` (apt only), read with one ``apt-cache madison``."""
-        out = self.run(['apt-cache', 'madison'] + list(names))[1] if names else ''
-        return dict((name, node_packages.parse_madison(out, name, origin)) for name in names)
+        """{name: [versions]} of ``names``, read with one ``apt-cache madison`` (of ``origin``, a URL, when given),
+        or one ``dnf repoquery`` of the plan's own repository."""
+        if not names:
+            return {}
+        if self.apt:
+            out = self.run(['apt-cache', 'madison'] + list(names))[1]
+            return dict((name, node_packages.parse_madison(out, name, origin)) for name in names)
+        out = self.run(self._repoquery() + ['--qf', '%{name} %{epoch}:%{version}-%{release}'] + list(names))[1]
+        return dict((name, node_packages.parse_repoquery(out, name)) for name in names)
 
     def show(self, specs):
-        """The ``apt-cache show`` stanzas of ``name=version`` specs (apt only); a spec apt does not know is left out
-        (exit 100 when it knows none)."""
+        """The stanzas (``parsers.apt_show``'s form) of ``name=version`` specs: ``apt-cache show``, or the
+        requirements ``dnf repoquery`` lists of the plan's own repository; a spec the tool does not know is left out
+        (apt exits 100 when it knows none)."""
         if not specs:
             return []
+        if not self.apt:
+            dnf_specs = [spec.replace('=', '-', 1) for spec in specs]
+            out = self.run(self._repoquery() + ['--qf', node_packages.REQUIRES_FORMAT] + dnf_specs)[1]
+            return node_packages.parse_repoquery_requires(out)
         _rc, out = self.run(['apt-cache', 'show'] + list(specs), allow=(0, 100))
         try:
             return parsers_apt_show.parse_show(out)

@@ -124,6 +124,33 @@ def parse_repoquery(text, package):
     return found
 
 
+# ``dnf repoquery --qf`` of REQUIRES_FORMAT: one record per package, its requirements one per line.
+REQUIRES_FORMAT = '%{name} %{epoch}:%{version}-%{release}\n%{requires}\n.\n'
+_CAPABILITY = re.compile(r'^([A-Za-z0-9_][A-Za-z0-9_.+-]*)(?:\s+[<>=]+\s+\S+)?$')
+
+
+def parse_repoquery_requires(text):
+    """The packages of ``dnf repoquery --qf REQUIRES_FORMAT`` output as ``parsers.apt_show`` stanzas: ``{package,
+    version, depends, pre_depends}``, ``depends`` a group of one alternative per requirement that names a
+    capability (``libnvidia-ml = 3:580.126.20-1.el9`` or ``nvidia-kmod``); files (``/bin/sh``), shared objects
+    (``libc.so.6()(64bit)``) and rich dependencies (``(a if b)``), which no package name satisfies, are left out. A
+    version without an epoch (``0:``) is written without one, as rpm and the plan do."""
+    stanzas = []
+    for record in (text or '').split('\n.\n'):
+        lines = [line.strip() for line in record.strip('\n').splitlines()]
+        if not lines or len(lines[0].split()) != 2:
+            continue
+        name, version = lines[0].split()
+        version = version[2:] if version.startswith('0:') else version
+        depends = []
+        for line in lines[1:]:
+            match = _CAPABILITY.match(line)
+            if match and match.group(1) != name:
+                depends.append([{'name': match.group(1)}])
+        stanzas.append({'package': name, 'version': version, 'depends': depends, 'pre_depends': []})
+    return stanzas
+
+
 def parse_rpm_installed(text):
     """{name: version} from ``rpm -q --qf '%{NAME} %{EPOCH}:%{VERSION}-%{RELEASE}\\n' NAMES`` (``is not installed`` lines skipped).
 
