@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Build a tiny local stand-in of NVIDIA's CUDA RHEL 9 x86_64 repository.
+"""Build a tiny local stand-in of NVIDIA's CUDA RHEL 9 x86_64 repository, or of its RHEL 10 one.
 
 It contains no NVIDIA content: every package only ships one small text file.
 What it imitates is the *metadata*:
@@ -35,7 +35,13 @@ What it imitates is the *metadata*:
 Needs: rpmbuild (Debian package "rpm"), createrepo_c and modifyrepo_c (Debian package "createrepo-c").
 Output is deterministic (same bytes on every run with the same options).
 
-Usage: python3 tests/repo/build_rhel_repo.py --out DIR [--kmod-artifacts all|latest] [--fm-non-modular]
+RHEL 10 (``--rhel 10``): the same packages at release 1.el10 and no modules.yaml. NVIDIA's rhel10 repository
+has no module streams: its Driver Installation Guide ("Kernel Modules", table "Open GPU kernel module
+installation") installs the newest with "dnf install nvidia-open" and holds a branch with "dnf versionlock
+\\*nvidia\\*580\\*" alone. Guessed for RHEL 10: that its package names and Requires are those of rhel9.
+
+Usage: python3 tests/repo/build_rhel_repo.py --out DIR [--rhel 9|10] [--kmod-artifacts all|latest]
+       [--fm-non-modular]
 
 What it cannot prove: NVIDIA's real modules.yaml, which is not public; the layout is the public generator's
 (NVIDIA/cuda-repo-management@2944b7a4 genmodules.py), with every kmod and fabric manager version of a branch
@@ -285,7 +291,7 @@ def dcgm3_spec(version):
         "%files", "/usr/bin/nv-hostengine", ""])
 
 
-def rpmbuild(spec_text, specname, workdir, outdir):
+def rpmbuild(spec_text, specname, workdir, outdir, dist=DIST):
     top = os.path.join(workdir, specname)
     os.makedirs(top)
     spec = os.path.join(top, specname + ".spec")
@@ -296,7 +302,7 @@ def rpmbuild(spec_text, specname, workdir, outdir):
         "_topdir": top,
         "_rpmdir": outdir,
         "_build_name_fmt": "%%{NAME}-%%{VERSION}-%%{RELEASE}.%%{ARCH}.rpm",
-        "dist": DIST,
+        "dist": dist,
         "_buildhost": "standin.example.invalid",
         "use_source_date_epoch_as_buildtime": "1",
         "clamp_mtime_to_source_date_epoch": "1",
@@ -382,8 +388,12 @@ def modules_yaml(kmod_artifacts, fm_modular):
     return "\n".join(L) + "\n"
 
 
-def build(out, kmod_artifacts="all", fm_modular=True):
-    """Build the repository in ``out`` (removed first); returns its absolute path."""
+def build(out, kmod_artifacts="all", fm_modular=True, rhel="9"):
+    """Build the repository in ``out`` (removed first): NVIDIA's rhel9 one, or with ``rhel`` "10" its rhel10 one
+    (release 1.el10, no modules.yaml); returns its absolute path."""
+    if rhel not in ("9", "10"):
+        raise RuntimeError("rhel must be 9 or 10, not %r" % (rhel,))
+    dist = ".el" + rhel
     for tool in ("rpmbuild", "createrepo_c", "modifyrepo_c"):
         if not shutil.which(tool):
             raise RuntimeError("missing %s (apt-get install -y rpm createrepo-c)" % tool)
@@ -404,7 +414,7 @@ def build(out, kmod_artifacts="all", fm_modular=True):
             jobs.append((dcgm_exporter_spec(exporter), "datacenter-gpu-manager-exporter-" + exporter))
         jobs.append((dcgm3_spec(DCGM3), "datacenter-gpu-manager-" + DCGM3))
         with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as ex:
-            list(ex.map(lambda j: rpmbuild(j[0], j[1], work, out), jobs))
+            list(ex.map(lambda j: rpmbuild(j[0], j[1], work, out, dist), jobs))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -413,20 +423,22 @@ def build(out, kmod_artifacts="all", fm_modular=True):
     env = dict(os.environ, SOURCE_DATE_EPOCH=str(SOURCE_DATE_EPOCH), LC_ALL="C", TZ="UTC")
     subprocess.run(["createrepo_c", "--quiet", "--no-database", "--revision", str(SOURCE_DATE_EPOCH),
                     "--set-timestamp-to-revision", "--workers", "1", out], check=True, env=env)
-    my = os.path.join(out, "modules.yaml")
-    with open(my, "w") as f:
-        f.write(modules_yaml(kmod_artifacts, fm_modular))
-    os.utime(my, (SOURCE_DATE_EPOCH, SOURCE_DATE_EPOCH))
-    subprocess.run(["modifyrepo_c", "--compress-type=gz", my, os.path.join(out, "repodata")], check=True, env=env,
-                   stdout=subprocess.DEVNULL)
-    # modifyrepo_c stamps repomd.xml with the current time; pinned, so that every build is the same bytes
-    repomd = os.path.join(out, "repodata", "repomd.xml")
-    with open(repomd) as f:
-        x = f.read()
-    x = re.sub(r"<timestamp>\d+</timestamp>", "<timestamp>%d</timestamp>" % SOURCE_DATE_EPOCH, x)
-    x = re.sub(r"<revision>\d+</revision>", "<revision>%d</revision>" % SOURCE_DATE_EPOCH, x)
-    with open(repomd, "w") as f:
-        f.write(x)
+    # NVIDIA's rhel10 repository has no module metadata
+    if rhel == "9":
+        my = os.path.join(out, "modules.yaml")
+        with open(my, "w") as f:
+            f.write(modules_yaml(kmod_artifacts, fm_modular))
+        os.utime(my, (SOURCE_DATE_EPOCH, SOURCE_DATE_EPOCH))
+        subprocess.run(["modifyrepo_c", "--compress-type=gz", my, os.path.join(out, "repodata")], check=True, env=env,
+                       stdout=subprocess.DEVNULL)
+        # modifyrepo_c stamps repomd.xml with the current time; pinned, so that every build is the same bytes
+        repomd = os.path.join(out, "repodata", "repomd.xml")
+        with open(repomd) as f:
+            x = f.read()
+        x = re.sub(r"<timestamp>\d+</timestamp>", "<timestamp>%d</timestamp>" % SOURCE_DATE_EPOCH, x)
+        x = re.sub(r"<revision>\d+</revision>", "<revision>%d</revision>" % SOURCE_DATE_EPOCH, x)
+        with open(repomd, "w") as f:
+            f.write(x)
     for root, _dirs, files in os.walk(out):
         for f in files:
             os.utime(os.path.join(root, f), (SOURCE_DATE_EPOCH, SOURCE_DATE_EPOCH))
@@ -442,9 +454,11 @@ def main():
     ap.add_argument("--fm-non-modular", action="store_true",
                     help="do not list nvidia-fabricmanager as module artifact (the public genmodules.py "
                          "only knows the pre-580 name nvidia-fabric-manager)")
+    ap.add_argument("--rhel", choices=["9", "10"], default="9",
+                    help="the RHEL release whose repository to imitate: 10 has no module streams")
     a = ap.parse_args()
     try:
-        print(build(a.out, a.kmod_artifacts, not a.fm_non_modular))
+        print(build(a.out, a.kmod_artifacts, not a.fm_non_modular, a.rhel))
     except RuntimeError as exc:
         sys.exit(str(exc))
 

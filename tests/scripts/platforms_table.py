@@ -32,10 +32,13 @@ END = '<!-- end of generated lines -->'
 INTERNAL = ('gpuops',)
 # release code name -> NVIDIA's repository for it (plans/nvidia_packaging.py, REPOSITORIES)
 REPOSITORY = {('Debian', 'bookworm'): 'debian12', ('Debian', 'trixie'): 'debian13', ('Ubuntu', 'jammy'): 'ubuntu2204',
-              ('Ubuntu', 'noble'): 'ubuntu2404', ('EL', '8'): 'rhel8', ('EL', '9'): 'rhel9'}
+              ('Ubuntu', 'noble'): 'ubuntu2404', ('EL', '8'): 'rhel8', ('EL', '9'): 'rhel9',
+              ('EL', '10'): 'rhel10'}
 # where the driver plan of a release no scenario boots is tested instead (docs/testing.md)
 PLAN_TESTED = {'Ubuntu': 'the driver plan with a real apt against stand-ins of NVIDIA\'s Ubuntu packages',
-               'EL': 'the driver, NCCL and DCGM plans with a real dnf against a stand-in of NVIDIA\'s modular repository'}
+               'EL': 'the driver, NCCL and DCGM plans with a real dnf against a stand-in of NVIDIA\'s modular repository',
+               ('EL', '10'): 'the driver plan with a real dnf against a stand-in of NVIDIA\'s rhel10 repository (no '
+                             'module streams)'}
 # release code name -> (OS, version, what else it is)
 RELEASES = {
     ('Debian', 'bookworm'): ('Debian', '12 (bookworm)', ''),
@@ -44,6 +47,7 @@ RELEASES = {
     ('Ubuntu', 'noble'): ('Ubuntu', '24.04 (noble)', 'DGX OS 7'),
     ('EL', '8'): ('RHEL, Rocky, Alma', '8', ''),
     ('EL', '9'): ('RHEL, Rocky, Alma', '9', ''),
+    ('EL', '10'): ('RHEL, Rocky, Alma', '10', ''),
 }
 NOT_RUN = ('not run: the test machines cannot fetch %s userland; package names and sources follow NVIDIA\'s and '
            'the distribution\'s documentation')
@@ -116,7 +120,7 @@ def driver_cell(repo_id):
             low = max(low, repo.min_branch)
         how = ['names by branch' if '{branch}' in row.packages['open'][0] else 'names without the branch']
         if row.stream:
-            how.append('module streams')
+            how.append('module streams' if repo_id in P.MODULAR else 'version locks, no module streams')
         if row.pinning:
             how.append('pinning packages')
         where = ' `%s`' % repo_id if row.source == 'cuda_repo' else ''
@@ -142,8 +146,8 @@ def table(roles_dir=None, molecule_dir=None):
                       % (len(scenarios), ', '.join('`%s`' % s for s in scenarios)))
         else:
             tested = NOT_RUN % ('an Ubuntu' if key[0] == 'Ubuntu' else 'a RHEL' if key[0] == 'EL' else 'a ' + key[0])
-            if key[0] in PLAN_TESTED:
-                tested += '; %s (docs/testing.md)' % PLAN_TESTED[key[0]]
+            if key in PLAN_TESTED or key[0] in PLAN_TESTED:
+                tested += '; %s (docs/testing.md)' % PLAN_TESTED.get(key, PLAN_TESTED.get(key[0]))
         roles = 'all %d' % len(rows[key]) if len(rows[key]) == max(len(r) for r in rows.values()) else \
             ', '.join('`%s`' % r for r in rows[key])
         driver = driver_cell(REPOSITORY[key])

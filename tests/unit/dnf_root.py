@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""An empty RHEL 9 root for Debian's dnf and rpm, and stand-ins of both on the PATH that use it.
+"""An empty RHEL 9 (or 10) root for Debian's dnf and rpm, and stand-ins of both on the PATH that use it.
 
 Debian 12's dnf is 4.14 with libdnf 0.69, the upstream versions RHEL 9 ships; on an empty ``--installroot`` whose
 ``os-release`` says RHEL 9 (``PLATFORM_ID="platform:el9"``), with ``--releasever=9`` and RHEL 9's stock
@@ -8,6 +8,11 @@ Debian 12's dnf is 4.14 with libdnf 0.69, the upstream versions RHEL 9 ships; on
 disabled, the versionlock plugin pointed into the root, and ``dnf`` and ``rpm`` wrappers in ``<tmp>/bin`` that add
 the root to every call. Put ``<tmp>/bin`` first on the PATH (and ``HOME=<tmp>/home``, where the rpm macros are) and
 any program, a module run by ansible-playbook included, reads and changes the root and not the host.
+
+RHEL 10 (``release='10'``): its dnf is dnf 4 too (4.20; NVIDIA's Driver Installation Guide, "Version locking":
+"DNF version 4 is the package manager of ... Red Hat Enterprise Linux 10 / Rocky Linux 10"), with the same stock
+``dnf.conf``; the root says ``platform:el10`` and dnf runs with ``--releasever=10``. What the root cannot prove:
+what changed in dnf between 4.14 and 4.20.
 """
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -20,7 +25,8 @@ TOOLS = ('dnf', 'rpm', 'rpmbuild', 'createrepo_c', 'modifyrepo_c')
 VERSIONLOCK = '/usr/lib/python3/dist-packages/dnf-plugins/versionlock.py'
 RHEL9_DNF_CONF = ('[main]\ngpgcheck=1\ninstallonly_limit=3\nclean_requirements_on_remove=True\nbest=True\n'
                   'skip_if_unavailable=False\n')
-OS_RELEASE = 'NAME="Red Hat Enterprise Linux"\nVERSION_ID="9.6"\nID="rhel"\nPLATFORM_ID="platform:el9"\n'
+OS_RELEASE = {'9': 'NAME="Red Hat Enterprise Linux"\nVERSION_ID="9.6"\nID="rhel"\nPLATFORM_ID="platform:el9"\n',
+              '10': 'NAME="Red Hat Enterprise Linux"\nVERSION_ID="10.0"\nID="rhel"\nPLATFORM_ID="platform:el10"\n'}
 
 
 def missing():
@@ -38,12 +44,13 @@ def requirement():
     return pytest.mark.skipif(bool(lacking), reason='needs %s' % ', '.join(lacking))
 
 
-def make_root(tmp, repo_id, baseurl):
-    """Write the root and the wrappers under ``tmp`` (a pathlib.Path); returns ``{root, bin, home}``."""
+def make_root(tmp, repo_id, baseurl, release='9'):
+    """Write the root of RHEL ``release`` (9 or 10) and the wrappers under ``tmp`` (a pathlib.Path); returns
+    ``{root, bin, home}``."""
     root, etc, home, bin_dir = (tmp / n for n in ('root', 'etc', 'home', 'bin'))
     for folder in (root / 'etc' / 'dnf' / 'plugins', etc / 'yum.repos.d', etc / 'plugins', home, bin_dir):
         folder.mkdir(parents=True)
-    (root / 'etc' / 'os-release').write_text(OS_RELEASE)
+    (root / 'etc' / 'os-release').write_text(OS_RELEASE[release])
     (root / 'etc' / 'dnf' / 'plugins' / 'versionlock.list').write_text('')
     (etc / 'dnf.conf').write_text(RHEL9_DNF_CONF)
     (etc / 'yum.repos.d' / (repo_id + '.repo')).write_text(
@@ -56,8 +63,9 @@ def make_root(tmp, repo_id, baseurl):
     # Debian's rpm keeps its database under ~/.rpmdb, RHEL's under /var/lib/rpm
     (home / '.rpmmacros').write_text('%_dbpath /var/lib/rpm\n')
     wrappers = {
-        'dnf': 'exec %s --installroot=%s --releasever=9 --config=%s --setopt=reposdir=%s --setopt=pluginconfpath=%s '
-               '--nogpgcheck "$@"' % (shutil.which('dnf'), root, etc / 'dnf.conf', etc / 'yum.repos.d', etc / 'plugins'),
+        'dnf': 'exec %s --installroot=%s --releasever=%s --config=%s --setopt=reposdir=%s --setopt=pluginconfpath=%s '
+               '--nogpgcheck "$@"' % (shutil.which('dnf'), root, release, etc / 'dnf.conf', etc / 'yum.repos.d',
+                                      etc / 'plugins'),
         'rpm': 'exec %s --root=%s --dbpath=/var/lib/rpm "$@"' % (shutil.which('rpm'), root),
     }
     for name, body in wrappers.items():
@@ -67,13 +75,13 @@ def make_root(tmp, repo_id, baseurl):
 
 
 class Root(object):
-    """An empty RHEL 9 root (``make_root``) with ``baseurl`` as the dnf repository ``repo_id``, and the environment
-    whose ``dnf`` and ``rpm`` are the root's."""
+    """An empty RHEL ``release`` root (``make_root``) with ``baseurl`` as the dnf repository ``repo_id``, and the
+    environment whose ``dnf`` and ``rpm`` are the root's."""
 
-    def __init__(self, tmp, repo_id, baseurl):
+    def __init__(self, tmp, repo_id, baseurl, release='9'):
         self.tmp = tmp
         self.repo = baseurl
-        made = make_root(tmp, repo_id, baseurl)
+        made = make_root(tmp, repo_id, baseurl, release)
         self.env = dict(os.environ, PATH='%s:%s' % (made['bin'], os.environ['PATH']), HOME=str(made['home']),
                         LC_ALL='C')
         # what a module run by ansible-playbook needs to use the root

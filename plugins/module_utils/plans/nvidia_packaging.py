@@ -97,6 +97,15 @@ SOURCES = collections.OrderedDict([
         'confirmed', 'NVIDIA/gpu-driver-container rhel8/rhel9 install.sh history: nvidia-fabricmanager-<branch> '
         'before 460, nvidia-fabric-manager from 460 to 575, nvidia-fabricmanager from 580; libnvidia-nscq and '
         'nvidia-imex drop the -<branch> suffix at 580')),
+    ('guide-version-locking', (
+        'confirmed', 'NVIDIA Driver Installation Guide, "Version locking" '
+        '(docs.nvidia.com/datacenter/tesla/driver-installation-guide/version-locking.html): "DNF version 4 is the '
+        'package manager of the following distributions: Red Hat Enterprise Linux 8 / Rocky Linux 8 / Oracle Linux '
+        '8, Red Hat Enterprise Linux 9 / ..., Red Hat Enterprise Linux 10 / Rocky Linux 10, ..."; "Make sure the '
+        'python3-dnf-plugin-versionlock package is installed"; "Make sure every package that you want to lock onto a '
+        'specific branch has the appropriate line"; "Kernel Modules", table "Open GPU kernel module installation": '
+        'RHEL 10, AlmaLinux 10, Rocky Linux 10 "dnf install nvidia-open" (the newest), "dnf versionlock '
+        '\\*nvidia\\*580\\*" then "dnf install nvidia-open" (a branch), with no module')),
     ('rhel10-repo', (
         'likely', 'public .repo files and install scripts for RHEL 10: "baseurl=https://developer.download.nvidia.com/'
         'compute/cuda/repos/rhel10/x86_64", "gpgkey=.../rhel10/x86_64/CDF6BA43.pub", then "dnf install -y dkms '
@@ -151,8 +160,8 @@ REPOSITORIES = (
     Repository('rhel9', 'RedHat', '9', 'D42D0685.pub', None, None, 'modular: nvidia-driver streams',
                ('cuda-repo-keys', 'rhel-streams')),
     Repository('rhel10', 'RedHat', '10', 'CDF6BA43.pub', None, None,
-               'no module streams (a branch is held with dnf versionlock) and dnf 5: the roles refuse RHEL 10 for now',
-               ('rhel10-repo', 'guide-rhel')),
+               'no module streams: the version locks alone hold a branch, on every package of the driver\'s version',
+               ('rhel10-repo', 'guide-rhel', 'guide-version-locking')),
 )
 
 Driver = collections.namedtuple('Driver', 'family source branches packages persistenced fabricmanager nscq imex '
@@ -174,8 +183,11 @@ _DEBIAN_REPO = {'open': ('nvidia-kernel-open-dkms',) + _DEBIAN_REPO_COMMON,
 
 # NVIDIA's modular RHEL 8/9 repositories: the module and the stream of a branch per kernel module flavour. Only the
 # default stream's packages (open-dkms, the newest branch) are visible to dnf until a branch's stream is enabled, and
-# each branch stream lists every version of its branch (guide-rhel, gdc-rhel, hpc-rhel, rhel-streams).
+# each branch stream lists every version of its branch (guide-rhel, gdc-rhel, hpc-rhel, rhel-streams). The rhel10
+# repository has no module: the plan finds no stream there and enables none (guide-version-locking).
 RHEL_STREAMS = {'module': 'nvidia-driver', 'open': '{branch}-open', 'proprietary': '{branch}-dkms'}
+# NVIDIA's repositories that have those streams
+MODULAR = ('rhel8', 'rhel9')
 
 DRIVER = (
     Driver('Ubuntu', 'distro', (0, None),
@@ -220,7 +232,7 @@ DRIVER = (
            ({'name': 'libnvidia-nscq', 'since_branch': 580}, {'name': 'libnvidia-nscq-{branch}', 'since_branch': 0}),
            ({'name': 'nvidia-imex', 'since_branch': 580}, {'name': 'nvidia-imex-{branch}', 'since_branch': 550}),
            (), RHEL_STREAMS, True, '',
-           ('guide-rhel', 'gdc-rhel', 'hpc-rhel', 'rhel-fm-names', 'rhel-streams')),
+           ('guide-rhel', 'gdc-rhel', 'hpc-rhel', 'rhel-fm-names', 'rhel-streams', 'guide-version-locking')),
 )
 
 

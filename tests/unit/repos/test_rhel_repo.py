@@ -14,6 +14,12 @@ upgrades, downgrades and switches branch with those streams. What it cannot: RHE
 ansible.builtin.dnf (the role's tasks call it, this runs the dnf command), NVIDIA's real modules.yaml (not public),
 scriptlets and signatures. Needs dnf, dnf-plugins-core, rpm and createrepo-c (``make host``); skipped without
 them, failed under CI.
+
+RHEL 10: NVIDIA's rhel10 repository has no module streams, and its guide holds a branch with dnf versionlock alone
+(dnf 4, as on RHEL 9). The same packages at release 1.el10 without modules.yaml, on a root that says RHEL 10:
+every branch is visible, the plan enables no stream, and the locks are what keep dnf on the installed version.
+What it cannot prove beyond the above: that NVIDIA's rhel10 packages have the names and Requires of its rhel9 ones
+(guessed).
 """
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -26,6 +32,7 @@ import pytest
 
 import build_rhel_repo  # tests/repo
 import dnf_root  # tests/unit
+from ansible_cli import run_task
 
 from ansible_collections.gpuops.node.plugins.module_utils.plans import nvidia_packaging
 from ansible_collections.gpuops.node.plugins.module_utils.plans.nvidia_driver import PlanError, plan
@@ -57,22 +64,38 @@ def stand_in_repo(tmp_path_factory):
     return build_rhel_repo.build(str(tmp_path_factory.mktemp('rhel9') / 'repo'))
 
 
-@pytest.fixture
-def node(tmp_path, stand_in_repo, monkeypatch):
-    """An empty RHEL 9 root, the repository as the role writes it, and dnf and rpm stand-ins that use the root."""
-    made = dnf_root.make_root(tmp_path, REPO_ID, stand_in_repo)
+@pytest.fixture(scope='module')
+def stand_in_repo10(tmp_path_factory):
+    return build_rhel_repo.build(str(tmp_path_factory.mktemp('rhel10') / 'repo'), rhel='10')
+
+
+def _node(tmp_path, repo, monkeypatch, release):
+    made = dnf_root.make_root(tmp_path, REPO_ID, repo, release)
     bin_dir, home = made['bin'], made['home']
     monkeypatch.setenv('PATH', '%s:%s' % (bin_dir, os.environ['PATH']))
     monkeypatch.setenv('HOME', str(home))
-    return Node()
+    return Node('rhel' + release)
+
+
+@pytest.fixture
+def node(tmp_path, stand_in_repo, monkeypatch):
+    """An empty RHEL 9 root, the repository as the role writes it, and dnf and rpm stand-ins that use the root."""
+    return _node(tmp_path, stand_in_repo, monkeypatch, '9')
+
+
+@pytest.fixture
+def node10(tmp_path, stand_in_repo10, monkeypatch):
+    """The same on RHEL 10, against the stand-in of NVIDIA's rhel10 repository (no module streams)."""
+    return _node(tmp_path, stand_in_repo10, monkeypatch, '10')
 
 
 class Node(object):
     """The plan as the nvidia_driver_plan module reads it, and the role's steps as dnf commands."""
 
-    def __init__(self):
+    def __init__(self, repository='rhel9'):
         self.manager = module_plan.PackageManager(FakeModule(), REPO_ID)
         self.spec = _role_vars()
+        self.repository = repository
 
     def dnf(self, *args):
         result = subprocess.run(['dnf', '-y', '-q'] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
@@ -82,7 +105,7 @@ class Node(object):
     def request(self, **kw):
         base = {'packages': self.spec['packages'], 'fabricmanager_packages': self.spec['fabricmanager'],
                 'extra_packages': [{'name': 'nvidia-persistenced', 'versioned': True}], 'kernel_module': 'open',
-                'fabricmanager': 'auto', 'source': 'mirror', 'family': 'RedHat', 'repository': 'rhel9'}
+                'fabricmanager': 'auto', 'source': 'mirror', 'family': 'RedHat', 'repository': self.repository}
         base.update(kw)
         return base
 
@@ -95,16 +118,19 @@ class Node(object):
                  'available': dict((f, self.manager.available(self.spec['packages'][f][0])) for f in ('open', 'proprietary')),
                  'fabricmanager_available': {'nvidia-fabricmanager': self.manager.available('nvidia-fabricmanager')},
                  'module_streams': self.manager.module_streams('nvidia-driver')}
-        return plan(self.request(**kw), state)
+        result = plan(self.request(**kw), state)
+        # what the module adds: the packages of the driver's version the named ones require (nvidia-kmod-common)
+        module_plan.add_exact_closure(self.manager, result, None, state)
+        return result
 
     def apply(self, result):
         """The role's install.yml, step by step, as dnf commands."""
         stream = result['module_stream']
         if result['unhold']:
             self.dnf('versionlock', 'delete', *result['unhold'])
-        if stream['change'] == 'switch':
+        if stream and stream['change'] == 'switch':
             self.dnf('module', 'reset', stream['module'])
-        if stream['change'] != 'none':
+        if stream and stream['change'] != 'none':
             self.dnf('module', 'enable', '%s:%s' % (stream['module'], stream['stream']))
         if result['remove']:
             self.dnf('remove', *result['remove'])
@@ -168,9 +194,13 @@ def test_an_exact_older_version_then_an_upgrade_a_downgrade_and_a_branch_switch(
         node.plan(version='580.126.20')
     assert refused.value.variable == 'nvidia_driver_allow_downgrade'
     down = node.plan(version='580.126.20', allow_downgrade=True)
-    assert down['action'] == 'downgrade'
+    assert down['action'] == 'downgrade' and down['closure'] == ['nvidia-kmod-common']
     node.apply(down)
     assert set(node.versions().values()) == {'3:580.126.20-1.el9', '580.126.20-1'}
+    # the stream offers a newer 580: every package of the driver's version is locked, so dnf upgrades nothing
+    # (an unlocked nvidia-kmod-common would make the whole upgrade fail)
+    assert 'Nothing to do' in subprocess.run(['dnf', '-y', 'upgrade'], stdout=subprocess.PIPE,
+                                             stderr=subprocess.STDOUT, check=False).stdout.decode()
     # another branch: the enabled stream is reset, the 590 one enabled
     switch = node.plan(branch='590')
     assert switch['action'] == 'upgrade' and switch['module_stream'] == {
@@ -200,3 +230,67 @@ def test_a_switch_of_kernel_module_flavour_changes_stream_and_kmod(node):
     assert 'kmod-nvidia-open-dkms' not in found and found['kmod-nvidia-latest-dkms'] == '3:580.159.04-1.el9'
     assert set(found.values()) == {'3:580.159.04-1.el9', '580.159.04-1'}
     assert node.plan(version='580.159.04', kernel_module='proprietary')['action'] == 'none'
+
+
+def test_rhel10_has_no_stream_and_dnf_sees_every_branch(node10):
+    assert node10.manager.module_streams('nvidia-driver') == []
+    plain = subprocess.run(['dnf', '-q', 'repoquery', '--available', '--qf', '%{version}', 'nvidia-driver'],
+                           stdout=subprocess.PIPE, check=True).stdout.decode().split()
+    assert sorted(set(plain)) == ['580.126.20', '580.159.04', '590.48.01']
+
+
+def test_rhel10_an_exact_older_version_the_locks_hold_it_then_upgrade_downgrade_and_switch(node10):
+    first = node10.plan(version='580.126.20')
+    assert first['action'] == 'install' and first['target_package_version'] == '3:580.126.20-1.el10'
+    assert first['module_stream'] is None
+    node10.apply(first)
+    assert set(node10.versions().values()) == {'3:580.126.20-1.el10', '580.126.20-1'}, node10.versions()
+    again = node10.plan(version='580.126.20')
+    assert again['action'] == 'none' and again['install'] == []
+    # no stream holds the branch: the locks alone keep dnf on the installed version ...
+    upgrade = subprocess.run(['dnf', '-y', 'upgrade'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+    assert 'Nothing to do' in upgrade.stdout.decode(), upgrade.stdout.decode()
+    assert set(node10.versions().values()) == {'3:580.126.20-1.el10', '580.126.20-1'}
+    # ... and without them dnf would take the newest branch (so the check above can fail)
+    preview = subprocess.run(['dnf', '--disableplugin=versionlock', '--assumeno', 'upgrade'], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, check=False).stdout.decode()
+    assert '590.48.01' in preview, preview
+    # an upgrade within the branch: released, installed, locked again
+    within = node10.plan(branch='580')
+    assert within['action'] == 'upgrade' and within['target_version'] == '580.159.04'
+    assert set(within['unhold']) == set(within['hold'])
+    node10.apply(within)
+    assert set(node10.versions().values()) == {'3:580.159.04-1.el10', '580.159.04-1'}
+    # a downgrade is refused, then allowed
+    with pytest.raises(PlanError) as refused:
+        node10.plan(version='580.126.20')
+    assert refused.value.variable == 'nvidia_driver_allow_downgrade'
+    node10.apply(node10.plan(version='580.126.20', allow_downgrade=True))
+    assert set(node10.versions().values()) == {'3:580.126.20-1.el10', '580.126.20-1'}
+    # another branch: no stream to switch, the locks released and set again
+    switch = node10.plan(branch='590')
+    assert switch['action'] == 'upgrade' and switch['module_stream'] is None
+    node10.apply(switch)
+    assert set(node10.versions().values()) == {'3:590.48.01-1.el10', '590.48.01-1'}
+    assert node10.plan(branch='590')['action'] == 'none'
+
+
+def test_rhel10_the_module_through_ansible_playbook_names_and_locks_the_closure(tmp_path, stand_in_repo10):
+    # the role's call (tasks/plan.yml) as ansible-playbook runs it, dnf and rpm on an empty RHEL 10 root
+    root = dnf_root.Root(tmp_path, REPO_ID, stand_in_repo10, '10')
+    task = {'source': 'cuda_repo', 'family': 'RedHat', 'repository': 'rhel10', 'repo_id': REPO_ID,
+            'persistenced': True, 'kernel_module': 'open', 'version': '580.126.20', 'dkms_modules': ['nvidia'],
+            'facts': {'pci_gpus': [{'device_id': '0x2330', 'architecture': 'Hopper'}], 'nvswitch_count': 4}}
+    result = run_task(tmp_path, 'gpuops.node.nvidia_driver_plan', task, root.task_env)
+    assert result.get('failed') is not True and result['changed'] is False, result
+    got = result['plan']
+    assert got['action'] == 'install' and got['module_stream'] is None and got['closure'] == ['nvidia-kmod-common']
+    assert 'nvidia-kmod-common-3:580.126.20-1.el10' in got['install'] and 'nvidia-kmod-common' in got['hold']
+    root.dnf('install', *got['install'])
+    root.dnf('versionlock', 'add', *got['hold'])
+    assert set(root.installed('nvidia-driver').values()) == {'580.126.20-1.el10'}
+    # every package of the driver's version locked: dnf upgrade succeeds and changes none of them
+    rc, out = root.run('upgrade')
+    assert rc == 0, out
+    assert set(root.installed('nvidia-').values()) | set(root.installed('kmod-nvidia').values()) == {
+        '580.126.20-1.el10', '580.126.20-1'}

@@ -128,12 +128,16 @@ def test_templates_say_they_are_managed(role):
 
 
 @pytest.mark.parametrize('role', [r for r in ROLES if os.path.exists(path(r, 'vars', 'RedHat.yml'))])
-def test_a_role_that_names_its_rhel_releases_accepts_only_8_and_9(role):
-    # NVIDIA's rhel10 repository has no module streams and RHEL 10 runs dnf 5; Fedora and Amazon Linux are RedHat too
+def test_a_role_that_names_its_rhel_releases_accepts_those_of_nvidias_repositories(role):
+    # the releases of the packaging table's RedHat repositories (rhel8, rhel9, rhel10); Fedora and Amazon Linux are
+    # RedHat too, and refused
+    from ansible_collections.gpuops.node.plugins.module_utils.plans import nvidia_packaging  # pylint: disable=import-outside-toplevel
+    releases = [r.release for r in nvidia_packaging.REPOSITORIES if r.family == 'RedHat']
+    assert releases == ['8', '9', '10']
     flag = load(role, 'vars', 'RedHat.yml').get('__%s_supported' % role)
     if not isinstance(flag, str):
         pytest.skip('%s supports every RedHat release alike' % role)
     from role_files import templar  # pylint: disable=import-outside-toplevel
-    for major, supported in (('8', True), ('9', True), ('10', False), ('2023', False), ('40', False)):
+    for major, supported in [(r, True) for r in releases] + [('7', False), ('2023', False), ('40', False)]:
         render = templar(role, ansible_facts={'distribution_major_version': major})
         assert render(flag) is supported, (role, major)

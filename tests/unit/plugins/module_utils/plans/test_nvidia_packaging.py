@@ -120,3 +120,12 @@ def test_debian13_has_its_own_key_and_no_580():
     repo = P.repository('debian13')
     assert repo.key == '8793F200.pub' and repo.fingerprint.endswith('8793F200') and repo.min_branch == 590
     assert P.repository('debian12').min_branch is None
+
+
+def test_rhel8_and_9_have_module_streams_and_rhel10_none():
+    # NVIDIA's guide: dnf module enable on RHEL 8/9, dnf versionlock alone on RHEL 10 (guide-version-locking);
+    # tests/unit/repos/test_rhel_repo.py runs both against a real dnf
+    redhat = [r.os for r in P.REPOSITORIES if r.family == 'RedHat']
+    assert redhat == ['rhel8', 'rhel9', 'rhel10'] and P.MODULAR == ('rhel8', 'rhel9')
+    assert 'guide-version-locking' in P.repository('rhel10').sources
+    assert 'no module streams' in P.repository('rhel10').note
