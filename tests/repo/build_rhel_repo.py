@@ -7,7 +7,8 @@ What it imitates is the *metadata*:
   * driver packages at epoch 3, release 1.el9 (nvidia-driver-3:580.126.20-1.el9.x86_64),
     kmod-nvidia-open-dkms / nvidia-kmod-common as noarch, kmod-nvidia-latest-dkms as x86_64;
   * nvidia-fabricmanager without epoch and without dist tag (nvidia-fabricmanager-580.126.20-1.x86_64);
-  * exact-version Requires between the packages (like NVIDIA's specs);
+  * exact-version Requires between the packages (like NVIDIA's specs), nvidia-driver's on nvidia-driver-libs with
+    %{?_isa} as NVIDIA's nvidia-driver.spec writes it (the metadata: nvidia-driver-libs(x86-64) = 3:V);
   * NCCL as NVIDIA's pkg/redhat/nccl.spec.in builds it (NVIDIA/nccl@1672c857), outside the module: libnccl,
     libnccl-devel and libnccl-static at <nccl>-<revision>+cuda<major>.<minor> (libnccl-2.23.4-1+cuda12.6.x86_64),
     no epoch, no dist tag, libnccl-devel requiring "libnccl >= <nccl>" (not the exact version), the files at
@@ -70,9 +71,13 @@ DEFAULT_STREAM = "open-dkms"
 
 # Packages built from the "nvidia-driver" spec (same epoch/version/release).
 # name -> (arch, list of Requires, list of Provides, list of Conflicts)
-# %{evr} = 3:V-1.el9, %{ev} = 3:V   (NVIDIA's specs use both forms)
+# %{evr} = 3:V-1.el9, %{ev} = 3:V   (NVIDIA's specs use both forms, and name the architecture with %{?_isa}:
+# NVIDIA/yum-packaging-nvidia-driver nvidia-driver.spec "Requires: nvidia-driver-libs%{?_isa} =
+# %{?epoch:%{epoch}:}%{version}", which the metadata lists as "nvidia-driver-libs(x86-64) = 3:V")
 DRIVER_PKGS = {
-    "nvidia-driver": (ARCH, ["nvidia-kmod-common = %{ev}", "libnvidia-ml = %{evr}"], [], []),
+    "nvidia-driver": (ARCH, ["nvidia-driver-libs%{?_isa} = %{ev}", "nvidia-kmod-common = %{ev}",
+                             "libnvidia-ml = %{evr}"], [], []),
+    "nvidia-driver-libs": (ARCH, ["libnvidia-ml%{?_isa} = %{evr}", "nvidia-kmod-common = %{ev}"], [], []),
     "nvidia-driver-cuda": (ARCH, ["nvidia-driver = %{evr}", "nvidia-persistenced = %{evr}",
                                   "libnvidia-ml = %{evr}"], [], []),
     "libnvidia-ml": (ARCH, ["nvidia-kmod-common = %{ev}"], [], []),
@@ -84,7 +89,7 @@ DRIVER_PKGS = {
                                 ["kmod-nvidia-open-dkms"]),
 }
 # The part of genmodules.py BRANCH_PKGS (+ libnvidia-ml, split out since 560) that exists here.
-BRANCH_PKGS = ["nvidia-driver", "nvidia-driver-cuda", "libnvidia-ml", "nvidia-persistenced",
+BRANCH_PKGS = ["nvidia-driver", "nvidia-driver-libs", "nvidia-driver-cuda", "libnvidia-ml", "nvidia-persistenced",
                "nvidia-kmod-common"]
 FM_NAME = "nvidia-fabricmanager"  # name from 580 on; release "1", no epoch, no dist tag
 # NCCL releases in NVIDIA's rhel9 repository: <nccl>-<pkg revision>+cuda<major>.<minor> (the same releases as

@@ -19,7 +19,7 @@ import generated_docs  # tests/scripts, beside this file
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 PAGE = os.path.join(ROOT, 'docs', 'packaging.md')
-FAMILIES = {'Ubuntu': 'Ubuntu 22.04, 24.04', 'Debian': 'Debian 12, 13', 'RedHat': 'RHEL, Rocky, Alma 8, 9'}
+FAMILIES = {'Ubuntu': 'Ubuntu 22.04, 24.04', 'Debian': 'Debian 12, 13', 'RedHat': 'RHEL, Rocky, Alma 8, 9, 10'}
 
 
 def _cell(text):

@@ -126,15 +126,17 @@ def parse_repoquery(text, package):
 
 # ``dnf repoquery --qf`` of REQUIRES_FORMAT: one record per package, its requirements one per line.
 REQUIRES_FORMAT = '%{name} %{epoch}:%{version}-%{release}\n%{requires}\n.\n'
-_CAPABILITY = re.compile(r'^([A-Za-z0-9_][A-Za-z0-9_.+-]*)(?:\s+[<>=]+\s+\S+)?$')
+# a capability, with the architecture rpm adds for %{?_isa} (``nvidia-driver-libs(x86-64)``, ``(aarch-64)``)
+_CAPABILITY = re.compile(r'^([A-Za-z0-9_][A-Za-z0-9_.+-]*)(?:\([a-z0-9_]+-(?:32|64)\))?(?:\s+[<>=]+\s+\S+)?$')
 
 
 def parse_repoquery_requires(text):
     """The packages of ``dnf repoquery --qf REQUIRES_FORMAT`` output as ``parsers.apt_show`` stanzas: ``{package,
     version, depends, pre_depends}``, ``depends`` a group of one alternative per requirement that names a
-    capability (``libnvidia-ml = 3:580.126.20-1.el9`` or ``nvidia-kmod``); files (``/bin/sh``), shared objects
-    (``libc.so.6()(64bit)``) and rich dependencies (``(a if b)``), which no package name satisfies, are left out. A
-    version without an epoch (``0:``) is written without one, as rpm and the plan do."""
+    capability (``libnvidia-ml = 3:580.126.20-1.el9``, ``nvidia-kmod``, or ``nvidia-driver-libs(x86-64) =
+    3:580.126.20``, read as its name: NVIDIA's specs write ``nvidia-driver-libs%{?_isa}``); files (``/bin/sh``),
+    shared objects (``libc.so.6()(64bit)``) and rich dependencies (``(a if b)``), which no package name satisfies,
+    are left out. A version without an epoch (``0:``) is written without one, as rpm and the plan do."""
     stanzas = []
     for record in (text or '').split('\n.\n'):
         lines = [line.strip() for line in record.strip('\n').splitlines()]

@@ -119,7 +119,8 @@ class Node(object):
                  'fabricmanager_available': {'nvidia-fabricmanager': self.manager.available('nvidia-fabricmanager')},
                  'module_streams': self.manager.module_streams('nvidia-driver')}
         result = plan(self.request(**kw), state)
-        # what the module adds: the packages of the driver's version the named ones require (nvidia-kmod-common)
+        # what the module adds: the packages of the driver's version the named ones require (nvidia-kmod-common,
+        # nvidia-driver-libs(x86-64))
         module_plan.add_exact_closure(self.manager, result, None, state)
         return result
 
@@ -140,7 +141,8 @@ class Node(object):
         self.dnf('versionlock', 'add', *result['hold'])
 
     def versions(self):
-        names = ['nvidia-driver', 'nvidia-driver-cuda', 'libnvidia-ml', 'nvidia-persistenced', 'nvidia-kmod-common',
+        names = ['nvidia-driver', 'nvidia-driver-libs', 'nvidia-driver-cuda', 'libnvidia-ml', 'nvidia-persistenced',
+                 'nvidia-kmod-common',
                  'kmod-nvidia-open-dkms', 'kmod-nvidia-latest-dkms', 'nvidia-fabricmanager']
         return self.manager.installed(names)
 
@@ -194,11 +196,11 @@ def test_an_exact_older_version_then_an_upgrade_a_downgrade_and_a_branch_switch(
         node.plan(version='580.126.20')
     assert refused.value.variable == 'nvidia_driver_allow_downgrade'
     down = node.plan(version='580.126.20', allow_downgrade=True)
-    assert down['action'] == 'downgrade' and down['closure'] == ['nvidia-kmod-common']
+    assert down['action'] == 'downgrade' and sorted(down['closure']) == ['nvidia-driver-libs', 'nvidia-kmod-common']
     node.apply(down)
     assert set(node.versions().values()) == {'3:580.126.20-1.el9', '580.126.20-1'}
     # the stream offers a newer 580: every package of the driver's version is locked, so dnf upgrades nothing
-    # (an unlocked nvidia-kmod-common would make the whole upgrade fail)
+    # (an unlocked nvidia-kmod-common or nvidia-driver-libs(x86-64) would make the whole upgrade fail)
     assert 'Nothing to do' in subprocess.run(['dnf', '-y', 'upgrade'], stdout=subprocess.PIPE,
                                              stderr=subprocess.STDOUT, check=False).stdout.decode()
     # another branch: the enabled stream is reset, the 590 one enabled
@@ -284,8 +286,10 @@ def test_rhel10_the_module_through_ansible_playbook_names_and_locks_the_closure(
     result = run_task(tmp_path, 'gpuops.node.nvidia_driver_plan', task, root.task_env)
     assert result.get('failed') is not True and result['changed'] is False, result
     got = result['plan']
-    assert got['action'] == 'install' and got['module_stream'] is None and got['closure'] == ['nvidia-kmod-common']
-    assert 'nvidia-kmod-common-3:580.126.20-1.el10' in got['install'] and 'nvidia-kmod-common' in got['hold']
+    assert got['action'] == 'install' and got['module_stream'] is None
+    assert sorted(got['closure']) == ['nvidia-driver-libs', 'nvidia-kmod-common']
+    for name in got['closure']:
+        assert '%s-3:580.126.20-1.el10' % name in got['install'] and name in got['hold']
     root.dnf('install', *got['install'])
     root.dnf('versionlock', 'add', *got['hold'])
     assert set(root.installed('nvidia-driver').values()) == {'580.126.20-1.el10'}

@@ -4,7 +4,8 @@
 The first output is what Debian's real dnf 4.14 printed for the stand-in of NVIDIA's rhel10 repository
 (tests/repo/build_rhel_repo.py --rhel 10; tests/unit/repos/test_rhel_repo.py runs it live). The second adds, by
 hand, the kinds of requirement NVIDIA's real packages also carry (a file, shared objects, a rich dependency, an
-unversioned capability, a requirement on itself): what it cannot prove is that real packages print no other form.
+unversioned capability, a requirement on itself, the architecture %{?_isa} adds): what it cannot prove is that real
+packages print no other form.
 """
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -35,6 +36,15 @@ def test_files_shared_objects_rich_dependencies_and_itself_are_left_out():
     (stanza,) = node_packages.parse_repoquery_requires(text)
     assert stanza['version'] == '580.126.20-1'
     assert stanza['depends'] == [[{'name': 'systemd'}], [{'name': 'libnvidia-nscq'}]]
+
+
+def test_the_architecture_of_isa_requirements_is_dropped_from_the_name():
+    # NVIDIA's specs require nvidia-driver-libs%{?_isa}: x86-64 on x86_64, aarch-64 on sbsa (Grace) nodes
+    text = ('nvidia-driver 3:580.126.20-1.el9\nnvidia-driver-libs(x86-64) = 3:580.126.20\n'
+            'libnvidia-cfg(aarch-64) = 3:580.126.20-1.el9\nlibnvidia-ml(x86-32)\n.\n')
+    (stanza,) = node_packages.parse_repoquery_requires(text)
+    assert stanza['depends'] == [[{'name': 'nvidia-driver-libs'}], [{'name': 'libnvidia-cfg'}],
+                                 [{'name': 'libnvidia-ml'}]]
 
 
 def test_a_package_without_requirements_and_noise():
