@@ -52,18 +52,19 @@ class PackageManager(object):
         modular filtering off."""
         if self.apt:
             return node_packages.parse_madison(self.run(['apt-cache', 'madison', package])[1], package, origin)
+        return self._dnf_versions([package], repo)[package]
+
+    def _repoquery(self, repo=None):
+        """``dnf repoquery`` of the available packages, the plan's own repository (``repo_id``) read with its modular
+        filtering off; of the repository ``repo`` (an id) alone when given."""
         hotfixes = ['--setopt=%s.module_hotfixes=true' % self.repo_id] if self.repo_id else []
         only = ['--repo', repo] if repo else []
-        _rc, out = self.run(['dnf', '-q', 'repoquery', '--available'] + hotfixes + only
-                            + ['--qf', '%{name} %{epoch}:%{version}-%{release}', package])
-        return node_packages.parse_repoquery(out, package)
+        return ['dnf', '-q', 'repoquery', '--available'] + hotfixes + only
 
-    def _repoquery(self):
-        """``dnf repoquery`` of the available packages of the plan's own repository, its modular filtering off."""
-        if not self.repo_id:
-            return ['dnf', '-q', 'repoquery', '--available']
-        return ['dnf', '-q', 'repoquery', '--available', '--setopt=%s.module_hotfixes=true' % self.repo_id,
-                '--repo', self.repo_id]
+    def _dnf_versions(self, names, repo=None):
+        """{name: [versions]} of ``names`` that dnf offers (of ``repo`` alone when given), read with one repoquery."""
+        out = self.run(self._repoquery(repo) + ['--qf', '%{name} %{epoch}:%{version}-%{release}'] + list(names))[1]
+        return dict((name, node_packages.parse_repoquery(out, name)) for name in names)
 
     def offered(self, names, origin=None):
         """{name: [versions]} of ``names``, read with one ``apt-cache madison`` (of ``origin``, a URL, when given),
@@ -73,8 +74,7 @@ class PackageManager(object):
         if self.apt:
             out = self.run(['apt-cache', 'madison'] + list(names))[1]
             return dict((name, node_packages.parse_madison(out, name, origin)) for name in names)
-        out = self.run(self._repoquery() + ['--qf', '%{name} %{epoch}:%{version}-%{release}'] + list(names))[1]
-        return dict((name, node_packages.parse_repoquery(out, name)) for name in names)
+        return self._dnf_versions(names, self.repo_id)
 
     def show(self, specs):
         """The stanzas (``parsers.apt_show``'s form) of ``name=version`` specs: ``apt-cache show``, or the
@@ -84,7 +84,7 @@ class PackageManager(object):
             return []
         if not self.apt:
             dnf_specs = [spec.replace('=', '-', 1) for spec in specs]
-            out = self.run(self._repoquery() + ['--qf', node_packages.REQUIRES_FORMAT] + dnf_specs)[1]
+            out = self.run(self._repoquery(self.repo_id) + ['--qf', node_packages.REQUIRES_FORMAT] + dnf_specs)[1]
             return node_packages.parse_repoquery_requires(out)
         _rc, out = self.run(['apt-cache', 'show'] + list(specs), allow=(0, 100))
         try:
