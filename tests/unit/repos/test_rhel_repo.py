@@ -29,6 +29,7 @@ import shutil
 import subprocess
 
 import pytest
+import yaml
 
 import build_rhel_repo  # tests/repo
 import dnf_root  # tests/unit
@@ -96,6 +97,7 @@ class Node(object):
         self.manager = module_plan.PackageManager(FakeModule(), REPO_ID)
         self.spec = _role_vars()
         self.repository = repository
+        self.allowerasing = True
 
     def dnf(self, *args):
         result = subprocess.run(['dnf', '-y', '-q'] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
@@ -133,11 +135,15 @@ class Node(object):
             self.dnf('module', 'reset', stream['module'])
         if stream and stream['change'] != 'none':
             self.dnf('module', 'enable', '%s:%s' % (stream['module'], stream['stream']))
-        if result['remove']:
-            self.dnf('remove', *result['remove'])
         if result['install']:
-            # the module turns name=version into dnf's name-version
-            self.dnf('install', *[spec.replace('=', '-', 1) for spec in result['install']])
+            # the module turns name=version into dnf's name-version; the role lets dnf erase what the new packages
+            # conflict with only when the plan replaces something (allowerasing), in the same transaction
+            erase = ['--allowerasing'] if self.allowerasing and result['remove'] else []
+            self.dnf('install', *(erase + [spec.replace('=', '-', 1) for spec in result['install']]))
+        left = [name for name in result['remove'] if name in self.manager.installed(result['remove'])]
+        if left:
+            # after the installation, as the role does: what the swap left behind (ansible's dnf skips what is gone)
+            self.dnf('remove', *left)
         self.dnf('versionlock', 'add', *result['hold'])
 
     def versions(self):
@@ -221,10 +227,32 @@ def test_a_branch_the_repository_has_no_stream_for_is_refused(node, monkeypatch)
     assert 'no stream 580-dkms' in str(refused.value)
 
 
+def _role_dnf_install():
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, '..', '..', '..', 'roles', 'nvidia_driver', 'tasks', 'install.yml')) as f:
+        tasks = yaml.safe_load(f)
+    found = [task['ansible.builtin.dnf'] for block in tasks for task in block.get('block', [])
+             if 'ansible.builtin.dnf' in task]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_the_role_installs_with_allowerasing_exactly_when_the_plan_replaces():
+    # what Node.apply models: the role's dnf install may erase only when the plan removes something
+    assert _role_dnf_install()['allowerasing'] == "{{ __nvidia_driver_plan.remove | length > 0 }}"
+
+
 def test_a_switch_of_kernel_module_flavour_changes_stream_and_kmod(node):
     node.apply(node.plan(version='580.159.04'))
     switch = node.plan(version='580.159.04', kernel_module='proprietary')
     assert switch['action'] == 'switch' and switch['remove'] == ['kmod-nvidia-open-dkms']
+    # the two kmod packages conflict: dnf refuses the new one while the old is installed, unless it may erase it
+    node.allowerasing = False
+    with pytest.raises(AssertionError) as refused:
+        node.apply(switch)
+    assert 'kmod-nvidia-open-dkms' in str(refused.value) and 'conflict' in str(refused.value).lower()
+    assert 'kmod-nvidia-open-dkms' in node.versions()
+    node.allowerasing = True
     assert switch['module_stream'] == {'module': 'nvidia-driver', 'stream': '580-dkms', 'enabled': '580-open',
                                        'change': 'switch'}
     node.apply(switch)
