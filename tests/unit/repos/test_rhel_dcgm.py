@@ -1,13 +1,13 @@
 # -*- coding: utf-8 -*-
-"""The dcgm role's package plan on RHEL 9, against NVIDIA's DCGM packaging read by a real dnf.
+"""The dcgm role's package plan on RHEL 9 and 10, against NVIDIA's DCGM packaging read by a real dnf.
 
 tests/repo/build_rhel_repo.py puts DCGM 4.4.1 and 4.6.0, their exporters (4.6.0, 4.8.3) and DCGM 3.3.9 into its
 stand-in of NVIDIA's rhel9 repository, with the names, epoch, release and relations of NVIDIA's
 cmake/packaging.cmake (NVIDIA/DCGM@72fa3fe): each -cudaNN requires the core at exactly its epoch:version-release,
-and the core conflicts with DCGM 3. The gpuops.node.dcgm_plan module runs through ansible-playbook on this host
-with dnf and rpm pointed at an empty RHEL 9 root (tests/unit/dnf_root.py); the role's dnf steps (remove DCGM 3,
-release a lock before a version change, install the pins as name-epoch:version-release, lock the names) run as
-dnf commands.
+and the core conflicts with DCGM 3. The gpuops.node.dcgm_plan module runs through ansible-playbook on this host with
+dnf and rpm pointed at an empty RHEL 9 root (tests/unit/dnf_root.py; its main flow also on an el10 root against the
+rhel10 stand-in); the role's dnf steps (remove DCGM 3, release a lock before a version change, install the pins as
+name-epoch:version-release, lock the names) run as dnf commands.
 
 What this proves: the names the packaging table gives RHEL, the plan's reading of ``dnf repoquery`` and ``rpm -q``
 for NVIDIA's epoch-1 versions (the same strings as on apt), that dnf installs an exact older DCGM with the role's
@@ -25,7 +25,6 @@ import os
 import pytest
 import yaml
 
-import build_rhel_repo  # tests/repo
 import dnf_root  # tests/unit
 from ansible_cli import run_task
 from repo_paths import REPO
@@ -39,16 +38,13 @@ CORE, CUDA12, EXPORTER, DCGM3 = ('datacenter-gpu-manager-4-core', 'datacenter-gp
                                  'datacenter-gpu-manager-exporter', 'datacenter-gpu-manager')
 
 
-@pytest.fixture(scope='module')
-def stand_in_repo(tmp_path_factory):
-    return build_rhel_repo.build(str(tmp_path_factory.mktemp('rhel9-dcgm') / 'repo'))
 
 
-class Rhel9(dnf_root.Root):
-    """An empty RHEL 9 root with the stand-in repository as the role's ``gpuops-dcgm``."""
+class Rhel(dnf_root.Root):
+    """An empty RHEL 9 (or 10) root with the stand-in repository as the role's ``gpuops-dcgm``."""
 
-    def __init__(self, tmp, repo):
-        super().__init__(tmp, REPO_ID, repo)
+    def __init__(self, tmp, repo, release='9'):
+        super().__init__(tmp, REPO_ID, repo, release)
 
     def dcgm(self):
         return self.installed('datacenter-gpu-manager', epoch=True)
@@ -79,38 +75,44 @@ class Rhel9(dnf_root.Root):
 
 
 @pytest.fixture
-def rhel9(tmp_path, stand_in_repo):
-    return Rhel9(tmp_path, stand_in_repo)
+def rhel9(tmp_path, rhel_repo):
+    return Rhel(tmp_path, rhel_repo('9'))
 
 
-def test_dcgm_3_is_replaced_by_the_pinned_dcgm_4_which_is_locked_and_upgrades_when_asked(rhel9):
-    rhel9.dnf('install', DCGM3)
-    assert rhel9.dcgm() == {DCGM3: '1:3.3.9-1'}
+@pytest.fixture(params=['9', '10'])
+def rhel(request, tmp_path, rhel_repo):
+    """RHEL 9, then RHEL 10 (an el10 root, NVIDIA's rhel10 repository: no module streams, dnf 4)."""
+    return Rhel(tmp_path, rhel_repo(request.param), request.param)
+
+
+def test_dcgm_3_is_replaced_by_the_pinned_dcgm_4_which_is_locked_and_upgrades_when_asked(rhel):
+    rhel.dnf('install', DCGM3)
+    assert rhel.dcgm() == {DCGM3: '1:3.3.9-1'}
     # DCGM 4's core conflicts with DCGM 3 and obsoletes nothing: installed beside it, dnf refuses
-    rc, out = rhel9.run('install', CORE + '-1:4.4.1-1')
+    rc, out = rhel.run('install', CORE + '-1:4.4.1-1')
     assert rc != 0 and 'conflicts' in out, out
-    first = rhel9.plan(dcgm_version='4.4.1', dcgm_exporter_version='4.4.1-4.6.0')
+    first = rhel.plan(dcgm_version='4.4.1', dcgm_exporter_version='4.4.1-4.6.0')
     assert first.get('failed') is not True, first
     assert first['packages'] == {'dcgm': [CORE, CUDA12], 'exporter': EXPORTER, 'dcgm3': DCGM3}
     assert first['package_manager'] == {'name': 'dnf', 'hold': 'dnf versionlock'}
     assert first['pins'] == {CORE: '1:4.4.1-1', CUDA12: '1:4.4.1-1', EXPORTER: '4.6.0-1'}
     assert first['installed'] == {DCGM3: '1:3.3.9-1'} and first['changes'] == [CORE, CUDA12, EXPORTER]
-    rhel9.apply(first)
-    assert rhel9.dcgm() == {CORE: '1:4.4.1-1', CUDA12: '1:4.4.1-1', EXPORTER: '4.6.0-1'}
+    rhel.apply(first)
+    assert rhel.dcgm() == {CORE: '1:4.4.1-1', CUDA12: '1:4.4.1-1', EXPORTER: '4.6.0-1'}
     # the second run changes nothing, and the locks keep dnf upgrade off every package
-    again = rhel9.plan(dcgm_version='4.4.1', dcgm_exporter_version='4.4.1-4.6.0')
+    again = rhel.plan(dcgm_version='4.4.1', dcgm_exporter_version='4.4.1-4.6.0')
     assert again['changes'] == [] and again['installed'] == first['pins']
-    rhel9.dnf('upgrade')
-    assert rhel9.dcgm() == first['pins']
+    rhel.dnf('upgrade')
+    assert rhel.dcgm() == first['pins']
     # the next release, as a site moves its pin: every lock released, the pair installed, locked again
-    newer = rhel9.plan(dcgm_version='4.6.0', dcgm_exporter_version='4.6.0-4.8.3')
+    newer = rhel.plan(dcgm_version='4.6.0', dcgm_exporter_version='4.6.0-4.8.3')
     assert newer['pins'] == {CORE: '1:4.6.0-1', CUDA12: '1:4.6.0-1', EXPORTER: '4.8.3-1'}
     assert newer['changes'] == [CORE, CUDA12, EXPORTER]
-    rhel9.apply(newer)
-    assert rhel9.dcgm() == {CORE: '1:4.6.0-1', CUDA12: '1:4.6.0-1', EXPORTER: '4.8.3-1'}
+    rhel.apply(newer)
+    assert rhel.dcgm() == {CORE: '1:4.6.0-1', CUDA12: '1:4.6.0-1', EXPORTER: '4.8.3-1'}
     # back to the validated release: a downgrade, which dnf does with the exact specs
-    rhel9.apply(rhel9.plan(dcgm_version='4.4.1', dcgm_exporter_version='4.4.1-4.6.0'))
-    assert rhel9.dcgm()[CORE] == '1:4.4.1-1'
+    rhel.apply(rhel.plan(dcgm_version='4.4.1', dcgm_exporter_version='4.4.1-4.6.0'))
+    assert rhel.dcgm()[CORE] == '1:4.4.1-1'
 
 
 def test_the_profiling_module_and_cuda_13_are_pinned_with_the_core(rhel9):

@@ -1,12 +1,13 @@
 # -*- coding: utf-8 -*-
-"""The nccl role's package plan on RHEL 9, against NVIDIA's NCCL packaging read by a real dnf.
+"""The nccl role's package plan on RHEL 9 and 10, against NVIDIA's NCCL packaging read by a real dnf.
 
 tests/repo/build_rhel_repo.py puts libnccl, libnccl-devel and libnccl-static into its stand-in of NVIDIA's rhel9
-repository as NVIDIA's own spec builds them (NVIDIA/nccl@1672c857 pkg/redhat/nccl.spec.in): version
-<nccl>, release <revision>+cuda<major>.<minor>, no epoch, libnccl-devel requiring ``libnccl >= <nccl>``. The
-gpuops.node.nccl_plan module runs through ansible-playbook on this host with dnf and rpm pointed at an empty RHEL 9
-root (tests/unit/dnf_root.py); the role's dnf steps (install the specs the plan names, lock them with
-versionlock, release a lock before a version change) run as dnf commands.
+repository as NVIDIA's own spec builds them (NVIDIA/nccl@1672c857 pkg/redhat/nccl.spec.in): version <nccl>, release
+<revision>+cuda<major>.<minor>, no epoch, libnccl-devel requiring ``libnccl >= <nccl>``. The gpuops.node.nccl_plan
+module runs through ansible-playbook on this host with dnf and rpm pointed at an empty RHEL 9 root
+(tests/unit/dnf_root.py; its main flow also on an el10 root against the rhel10 stand-in); the role's dnf steps
+(install the specs the plan names, lock them with versionlock, release a lock before a version change) run as dnf
+commands.
 
 What this proves: the names the packaging table gives RHEL, the plan's reading of ``dnf repoquery`` and ``rpm
 -q`` for these versions, the CUDA build it picks, that dnf installs an exact older NCCL with the role's specs,
@@ -24,7 +25,6 @@ import subprocess
 import pytest
 import yaml
 
-import build_rhel_repo  # tests/repo
 import dnf_root  # tests/unit
 from ansible_cli import run_task
 from repo_paths import REPO
@@ -39,16 +39,13 @@ FACTS = {'cuda_version': '12.8', 'driver_loaded': True, 'gpu_count': 8, 'pci_gpu
          'matrix': {}}
 
 
-@pytest.fixture(scope='module')
-def stand_in_repo(tmp_path_factory):
-    return build_rhel_repo.build(str(tmp_path_factory.mktemp('rhel9-nccl') / 'repo'))
 
 
-class Rhel9(dnf_root.Root):
-    """An empty RHEL 9 root with the stand-in repository as the role's ``gpuops-nccl``."""
+class Rhel(dnf_root.Root):
+    """An empty RHEL 9 (or 10) root with the stand-in repository as the role's ``gpuops-nccl``."""
 
-    def __init__(self, tmp, repo):
-        super().__init__(tmp, REPO_ID, repo)
+    def __init__(self, tmp, repo, release='9'):
+        super().__init__(tmp, REPO_ID, repo, release)
 
     def installed(self, prefix='libnccl', epoch=False):
         return super().installed(prefix, epoch)
@@ -71,37 +68,43 @@ class Rhel9(dnf_root.Root):
 
 
 @pytest.fixture
-def rhel9(tmp_path, stand_in_repo):
-    return Rhel9(tmp_path, stand_in_repo)
+def rhel9(tmp_path, rhel_repo):
+    return Rhel(tmp_path, rhel_repo('9'))
 
 
-def test_an_exact_older_nccl_installs_is_locked_and_upgrades_when_asked(rhel9):
-    first = rhel9.plan(nccl_version='2.23.4')
+@pytest.fixture(params=['9', '10'])
+def rhel(request, tmp_path, rhel_repo):
+    """RHEL 9, then RHEL 10 (an el10 root, NVIDIA's rhel10 repository: no module streams, dnf 4)."""
+    return Rhel(tmp_path, rhel_repo(request.param), request.param)
+
+
+def test_an_exact_older_nccl_installs_is_locked_and_upgrades_when_asked(rhel):
+    first = rhel.plan(nccl_version='2.23.4')
     assert first.get('failed') is not True, first
     assert first['packages'] == ['libnccl', 'libnccl-devel']
     assert first['package_manager'] == {'name': 'dnf', 'hold': 'dnf versionlock'}
     assert first['package_version'] == '2.23.4-1+cuda12.6'
     assert first['installed'] == {} and first['changes'] == ['libnccl', 'libnccl-devel']
-    rhel9.apply(first)
-    assert rhel9.installed() == {'libnccl': '2.23.4-1+cuda12.6', 'libnccl-devel': '2.23.4-1+cuda12.6'}
+    rhel.apply(first)
+    assert rhel.installed() == {'libnccl': '2.23.4-1+cuda12.6', 'libnccl-devel': '2.23.4-1+cuda12.6'}
     # the second run changes nothing
-    again = rhel9.plan(nccl_version='2.23.4')
-    assert again['installed'] == rhel9.installed() and again['changes'] == []
+    again = rhel.plan(nccl_version='2.23.4')
+    assert again['installed'] == rhel.installed() and again['changes'] == []
     # the locks hold: dnf upgrades nothing
     assert 'Nothing to do' in subprocess.run(['dnf', '-y', 'upgrade'], stdout=subprocess.PIPE,
-                                             stderr=subprocess.STDOUT, universal_newlines=True, env=rhel9.env,
+                                             stderr=subprocess.STDOUT, universal_newlines=True, env=rhel.env,
                                              check=False).stdout
-    assert rhel9.installed()['libnccl'] == '2.23.4-1+cuda12.6'
+    assert rhel.installed()['libnccl'] == '2.23.4-1+cuda12.6'
     # nccl_version empty: the newest build for the driver's CUDA major; the locks are released and set again
-    newest = rhel9.plan(nccl_version='')
+    newest = rhel.plan(nccl_version='')
     assert newest['package_version'] == '2.26.2-1+cuda12.8'
     assert newest['changes'] == ['libnccl', 'libnccl-devel']
-    rhel9.apply(newest)
-    assert rhel9.installed() == {'libnccl': '2.26.2-1+cuda12.8', 'libnccl-devel': '2.26.2-1+cuda12.8'}
+    rhel.apply(newest)
+    assert rhel.installed() == {'libnccl': '2.26.2-1+cuda12.8', 'libnccl-devel': '2.26.2-1+cuda12.8'}
     # back to the validated version: a downgrade, which dnf does with the exact specs
-    back = rhel9.plan(nccl_version='2.23.4')
-    rhel9.apply(back)
-    assert set(rhel9.installed().values()) == {'2.23.4-1+cuda12.6'}
+    back = rhel.plan(nccl_version='2.23.4')
+    rhel.apply(back)
+    assert set(rhel.installed().values()) == {'2.23.4-1+cuda12.6'}
 
 
 def test_the_headers_alone_would_pull_the_newest_runtime(rhel9):

@@ -61,13 +61,13 @@ class FakeModule(object):
 
 
 @pytest.fixture(scope='module')
-def stand_in_repo(tmp_path_factory):
-    return build_rhel_repo.build(str(tmp_path_factory.mktemp('rhel9') / 'repo'))
+def stand_in_repo(rhel_repo):
+    return rhel_repo('9')
 
 
 @pytest.fixture(scope='module')
-def stand_in_repo10(tmp_path_factory):
-    return build_rhel_repo.build(str(tmp_path_factory.mktemp('rhel10') / 'repo'), rhel='10')
+def stand_in_repo10(rhel_repo):
+    return rhel_repo('10')
 
 
 def _node(tmp_path, repo, monkeypatch, release):
