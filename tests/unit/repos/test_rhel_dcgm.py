@@ -38,8 +38,6 @@ CORE, CUDA12, EXPORTER, DCGM3 = ('datacenter-gpu-manager-4-core', 'datacenter-gp
                                  'datacenter-gpu-manager-exporter', 'datacenter-gpu-manager')
 
 
-
-
 class Rhel(dnf_root.Root):
     """An empty RHEL 9 (or 10) root with the stand-in repository as the role's ``gpuops-dcgm``."""
 

@@ -39,8 +39,6 @@ FACTS = {'cuda_version': '12.8', 'driver_loaded': True, 'gpu_count': 8, 'pci_gpu
          'matrix': {}}
 
 
-
-
 class Rhel(dnf_root.Root):
     """An empty RHEL 9 (or 10) root with the stand-in repository as the role's ``gpuops-nccl``."""
 
