@@ -19,15 +19,19 @@ description:
     C(gpu_topology) fact of M(gpuops.node.gpu_topology_facts)) into the plan of the C(gpuops.node.nvidia_driver)
     role.
   - The plan names the kernel module flavour (O(kernel_module=auto) chooses open from Turing on and on
-    Blackwell, proprietary before Turing, from the GPUs on the PCI bus), the target version, the action
+    Blackwell and Grace Hopper, proprietary before Turing, from the GPUs on the PCI bus), the target version (with
+    no branch or version, the newest the source offers that drives every GPU, which is the newest 580 on
+    Maxwell, Pascal and Volta, and on Blackwell and Grace Hopper none older than the first release whose open
+    modules list the GPU), the action
     (C(install), C(upgrade), C(downgrade), C(switch) of flavour, or C(none)), the package specs to install, the
     packages to remove, unhold and hold, and the fabric manager (wanted where the node has NVSwitches, at exactly
     the driver's version).
   - A request the role must refuse fails the module with a message that starts with the variable to change, and
     C(variable) set to it; nothing is changed. Refused are a downgrade without O(allow_downgrade), a change of an
     installed driver while GPU processes run without O(force), open modules on a GPU older than Turing,
-    proprietary modules on Blackwell, a version or branch the source does not offer, and a fabric manager the
-    source does not have at the driver's version.
+    proprietary modules where only open drives the GPU, a branch the GPUs cannot use (a branch newer than 580
+    on Pascal, one older than 580.82.07 on B300), a version or branch the source does not offer, and a fabric manager
+    the source does not have at the driver's version.
   - O(mode=inspect) only reads the packages and DKMS, for a role that needs to say why an installation failed.
 author:
   - gpuops.node maintainers (@gpuops)
@@ -299,6 +303,7 @@ from ansible_collections.gpuops.node.plugins.module_utils.parsers import dkms as
 from ansible_collections.gpuops.node.plugins.module_utils.node import packages as node_packages
 from ansible_collections.gpuops.node.plugins.module_utils.node.package_manager import PackageManager
 from ansible_collections.gpuops.node.plugins.module_utils import versions as V
+from ansible_collections.gpuops.node.plugins.module_utils.plans import gpu_driver_support
 from ansible_collections.gpuops.node.plugins.module_utils.plans import nvidia_packaging
 from ansible_collections.gpuops.node.plugins.module_utils.plans.nvidia_driver import (
     PlanError, add_closure, check_request, dependency_closure, expand_packages, fabricmanager_name, guard_processes,
@@ -432,10 +437,16 @@ def main():
                                             'branch', 'version', 'allow_downgrade', 'force', 'source',
                                             'extra_packages', 'family', 'repository'))
     branch = params['branch'] or (params['version'] or '').split('.')[0] or None
+    # GPUs no newer branch drives (Pascal: 580 at most) choose the table's row when no branch is asked for, and
+    # the branch itself where that row names its packages by branch (Ubuntu up to 580)
+    cap = None if branch else gpu_driver_support.limits((params['facts'] or {}).get('pci_gpus'))['max_branch']
     pinning, other_rows = (), []
     if params['packages'] is None:
-        table, pinning, other_rows = from_table(module, params, branch if branch and V.is_branch(branch) else None)
+        row_branch = branch if branch and V.is_branch(branch) else str(cap) if cap else None
+        table, pinning, other_rows = from_table(module, params, row_branch)
         request.update(table)
+        if cap and any('{branch}' in name for names in request['packages'].values() for name in names):
+            branch = request['branch'] = str(cap)
     if params['mode'] == 'check':
         try:
             _packages, flavour, reason = check_request(request, params['facts'])

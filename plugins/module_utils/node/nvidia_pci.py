@@ -18,9 +18,16 @@ NVIDIA_VENDOR = '0x10de'
 GPU_CLASSES = ('0x0300', '0x0302')     # VGA compatible controller, 3D controller
 NVSWITCH_CLASS = '0x0680'              # other bridge device: NVSwitch
 
-# (first id, last id, architecture), device ids as integers, in id order
+# (first id, last id, architecture), device ids as integers, in id order: the chips' device id blocks, checked
+# against pci.ids 2026.08.22 (tests/fixtures/ids/pci.ids-nvidia). Rubin (GR100, 0x3000-0x30ff) is left out: no
+# driver release lists one yet (tests/fixtures/ids/open-gpu-kernel-modules-first-release.tsv)
 ARCHITECTURES = (
-    (0x15F0, 0x15FF, 'Pascal'),        # GP100
+    (0x1340, 0x13FF, 'Maxwell'),       # GM108, GM107, GM204
+    (0x1400, 0x143F, 'Maxwell'),       # GM206
+    (0x15C0, 0x15FF, 'Pascal'),        # GP100
+    (0x1610, 0x167F, 'Maxwell'),       # GM204
+    (0x1720, 0x173F, 'Pascal'),        # GP100
+    (0x1740, 0x17FF, 'Maxwell'),       # GM108, GM107, GM200
     (0x1B00, 0x1D7F, 'Pascal'),        # GP102, GP104, GP106, GP107, GP108
     (0x1D80, 0x1DFF, 'Volta'),         # GV100
     (0x1E00, 0x1FFF, 'Turing'),        # TU102, TU104, TU106, TU117
@@ -30,10 +37,11 @@ ARCHITECTURES = (
     (0x2300, 0x23FF, 'Hopper'),        # GH100, GH200
     (0x2400, 0x25FF, 'Ampere'),        # GA103, GA104, GA106, GA107
     (0x2600, 0x28FF, 'Ada Lovelace'),  # AD102, AD103, AD104, AD106, AD107
-    (0x2900, 0x2FFF, 'Blackwell'),     # GB100, GB102, GB202, GB203, GB205, GB206
+    (0x2900, 0x2FFF, 'Blackwell'),     # GB100, GB102, GB10B, GB202, GB203, GB205, GB206, GB207, GB20B
+    (0x3180, 0x33FF, 'Blackwell'),     # GB110 (Blackwell Ultra: B300, GB300), GB112, GB120
 )
 # Architectures in release order: the driver role compares against it (open kernel modules from Turing on)
-ORDER = ('Pascal', 'Volta', 'Turing', 'Ampere', 'Ada Lovelace', 'Hopper', 'Blackwell')
+ORDER = ('Maxwell', 'Pascal', 'Volta', 'Turing', 'Ampere', 'Ada Lovelace', 'Hopper', 'Blackwell')
 
 # device id -> product_name as nvidia-smi prints it
 MODELS = {
@@ -48,6 +56,8 @@ MODELS = {
     0x2330: 'NVIDIA H100 80GB HBM3',
     0x2331: 'NVIDIA H100 PCIe',
     0x2335: 'NVIDIA H200',
+    0x2901: 'NVIDIA B200',
+    0x3182: 'NVIDIA B300 SXM6 AC',
 }
 
 

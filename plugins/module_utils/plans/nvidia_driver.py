@@ -15,13 +15,14 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible_collections.gpuops.node.plugins.module_utils.node import nvidia_pci
+from ansible_collections.gpuops.node.plugins.module_utils.plans import gpu_driver_support as support
 from ansible_collections.gpuops.node.plugins.module_utils.plans import nvidia_packaging
 from ansible_collections.gpuops.node.plugins.module_utils import versions as V
 from ansible_collections.gpuops.node.plugins.module_utils.node.packages import upstream
 
 FLAVOURS = ('open', 'proprietary')
-OPEN_FIRST = 'Turing'          # open kernel modules support Turing and later GPUs
-OPEN_ONLY = 'Blackwell'        # and are the only modules for Blackwell
+OPEN_FIRST = 'Turing'          # open kernel modules support Turing and later GPUs (plans/gpu_driver_support.py
+#                                says which GPUs only they drive, and which branches drive which GPU)
 OPEN_SINCE_BRANCH = 515        # the first branch that ships open kernel modules
 
 
@@ -46,7 +47,7 @@ def choose_flavour(requested, pci_gpus, branch):
                    key=lambda a: _rank(a) if _rank(a) is not None else -1)
     unknown = sorted(set(g.get('device_id') or '?' for g in pci_gpus or [] if not g.get('architecture')))
     old = [a for a in archs if _rank(a) is not None and _rank(a) < _rank(OPEN_FIRST)]
-    new = [a for a in archs if a == OPEN_ONLY]
+    new = sorted(set(filter(None, (support.open_only(g) for g in pci_gpus or []))))
     if branch is not None and int(branch) < OPEN_SINCE_BRANCH and (requested == 'open' or new):
         raise PlanError('nvidia_driver_kernel_module',
                         'open kernel modules start with branch %d, the target is branch %s' % (OPEN_SINCE_BRANCH, branch))
@@ -63,7 +64,7 @@ def choose_flavour(requested, pci_gpus, branch):
     if requested == 'proprietary':
         if new:
             raise PlanError('nvidia_driver_kernel_module',
-                            '%s GPUs need the open kernel modules; use open or auto' % OPEN_ONLY)
+                            '%s GPUs need the open kernel modules; use open or auto' % '/'.join(new))
         return 'proprietary', 'requested'
     if requested != 'auto':
         raise PlanError('nvidia_driver_kernel_module', 'must be open, proprietary or auto, not %r' % (requested,))
@@ -79,11 +80,20 @@ def choose_flavour(requested, pci_gpus, branch):
     return 'open', '%s GPUs: open kernel modules' % '/'.join(archs)
 
 
-def choose_version(available, branch, version, variable_hint):
-    """The package version to install among ``available`` (full package versions, any order)."""
+def choose_version(available, branch, version, variable_hint, limits=None):
+    """The package version to install among ``available`` (full package versions, any order); with neither
+    ``branch`` nor ``version``, the newest within ``limits`` (what the node's GPUs allow)."""
     if not available:
         raise PlanError(variable_hint, 'no version of the driver package is available from the configured source')
     ordered = sorted(set(available), key=V.DpkgKey, reverse=True)
+    if not version and not branch and limits:
+        within = [v for v in ordered if support.allows(limits, upstream(v))]
+        if not within:
+            newest = upstream(ordered[0])
+            too_new = limits['max_branch'] is not None and int(V.branch_of(newest) or 0) > limits['max_branch']
+            raise PlanError(variable_hint, 'the source offers no driver that drives this node (its newest is %s): %s'
+                            % (newest, limits['max_reason'] if too_new else limits['min_reason']))
+        ordered = within
     if version:
         match = [v for v in ordered if upstream(v) == version]
         if not match:
@@ -149,7 +159,22 @@ def check_request(request, facts):
     check_packaging(request, target_branch)
     packages = expand_packages(packages, target_branch, request.get('source'))
     flavour, reason = choose_flavour(request['kernel_module'], (facts or {}).get('pci_gpus'), target_branch)
+    if target_branch:
+        check_limits(support.limits((facts or {}).get('pci_gpus')), int(target_branch), version,
+                     'nvidia_driver_version' if version else 'nvidia_driver_branch')
     return packages, flavour, reason
+
+
+def check_limits(limits, branch, version, variable):
+    """Refuse ``branch`` (or ``version``) when the node's GPUs need another (plans/gpu_driver_support.py
+    ``limits``), naming ``variable``."""
+    if limits['max_branch'] is not None and branch > limits['max_branch']:
+        raise PlanError(variable, 'branch %d does not drive this node: %s; use branch %d or earlier'
+                        % (branch, limits['max_reason'], limits['max_branch']))
+    if limits['min_release'] is not None and (
+            branch < limits['min_branch'] or (version and not support.allows(limits, version))):
+        raise PlanError(variable, '%s does not drive this node: %s; use %s or later'
+                        % (version or 'branch %d' % branch, limits['min_reason'], limits['min_release']))
 
 
 def check_packaging(request, branch):
@@ -230,12 +255,18 @@ def plan(request, node):
     branch = request.get('branch') or None
     version = request.get('version') or None
     packages, flavour, reason = check_request(request, facts)
+    limits = support.limits(facts.get('pci_gpus'))
     names = packages[flavour]
     available = node.get('available') or {}
     target = choose_version(available.get(flavour) or [], branch, version,
                             'nvidia_driver_version' if version else 'nvidia_driver_branch' if branch
-                            else 'nvidia_driver_source')
+                            else 'nvidia_driver_source', limits)
     target_version = upstream(target)
+    if not support.allows(limits, target_version):
+        # a branch whose newest version the source offers is older than the GPUs' first (570.86.15 on a GB200)
+        raise PlanError('nvidia_driver_version' if version else 'nvidia_driver_branch',
+                        'the source offers %s, which does not drive this node: %s; use %s or later'
+                        % (target_version, limits['min_reason'], limits['min_release']))
     check_packaging(request, V.branch_of(target_version))
     if flavour == 'open' and int(V.branch_of(target_version) or 0) < OPEN_SINCE_BRANCH:
         raise PlanError('nvidia_driver_kernel_module', 'open kernel modules start with branch %d, the source offers %s'
@@ -259,9 +290,12 @@ def plan(request, node):
         action = 'upgrade' if order > 0 else 'downgrade' if order < 0 else (
             'switch' if current_flavour != flavour or any(installed.get(p) != target for p in names) else 'none')
     if action == 'downgrade' and not request.get('allow_downgrade'):
+        capped = not branch and not version and not support.allows(limits, current_version)
         raise PlanError('nvidia_driver_allow_downgrade',
-                        'the installed driver %s is newer than the requested %s; a downgrade needs '
-                        'nvidia_driver_allow_downgrade: true' % (current_version, target_version))
+                        'the installed driver %s is newer than the %s %s%s; a downgrade needs '
+                        'nvidia_driver_allow_downgrade: true'
+                        % (current_version, 'newest that drives this node,' if capped else 'requested', target_version,
+                           ' (%s)' % limits['max_reason'] if capped else ''))
     if action != 'none' and not request.get('force'):
         guard_processes(facts, current_version, action)
     stream = choose_stream(request, flavour, V.branch_of(target_version), node.get('module_streams'))
