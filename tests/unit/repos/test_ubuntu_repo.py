@@ -179,3 +179,17 @@ def test_two_packages_that_ship_one_path_conflict_and_replace(repo):
                 assert any(relations[x]['conflicts'] & relations[y]['provides']
                            and relations[x]['replaces'] & relations[y]['provides']
                            for x, y in ((a, b), (b, a))), (path, a, b)
+
+
+def test_volta_without_a_branch_gets_the_newest_580_under_its_branch_names(apt_root, tmp_path):
+    # no branch asked on a Volta node: 580 is its last branch, so the plan takes the 580 row (names by branch),
+    # not the newest branch range's, and the newest 580
+    volta = {'pci_gpus': [{'device_id': '0x1db5', 'architecture': 'Volta'}] * 8}
+    result = apt_root.plan(tmp_path, kernel_module='auto', facts=volta)
+    assert not result.get('failed'), result.get('msg')
+    plan = result['plan']
+    assert plan['kernel_module'] == 'proprietary' and plan['target_package_version'] == NEW580
+    assert all('-580' in spec.split('=')[0] for spec in plan['install'] if 'pinning' not in spec), plan['install']
+    refused = apt_root.plan(tmp_path, kernel_module='auto', facts=volta, branch='595')
+    assert refused['failed'] and refused['variable'] == 'nvidia_driver_branch'
+    assert 'branch 595 does not drive this node: Volta GPUs (PCI id 0x1db5)' in refused['msg']
