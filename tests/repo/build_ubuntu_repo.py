@@ -51,6 +51,16 @@ PIN_FILE = 'etc/apt/preferences.d/nvidia-driver-pin'
 GUESSED = (' Its version bounds and, for a pinning package, its pin file are guessed (tests/repo/build_ubuntu_repo.py '
            'says which relations are confirmed).')
 
+# Ubuntu's unit (canonical/nvidia-graphics-drivers, 580-noble at 2eed1444 and 595-noble at 8116b261,
+# debian/nvidia-compute-utils-<B>.nvidia-persistenced.service; the same on every branch from 530, jammy and noble):
+# its ExecStart line verbatim, with --no-persistence-mode. The real unit is static, with StopWhenUnneeded=true, and
+# is started by the udev rule debian/71-nvidia.rules (SYSTEMD_WANTS when the nvidia driver binds); the simulator has
+# no udev and no driver to bind, so the stand-in keeps the [Install] section of build_nvidia_repo.py's unit instead.
+PERSISTENCED_UNIT = base.PERSISTENCED_UNIT.replace(
+    'ExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced\n',
+    'ExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced --no-persistence-mode --verbose\n')
+assert PERSISTENCED_UNIT != base.PERSISTENCED_UNIT
+
 
 def pin_text(pattern, what):
     return ('# gpuops.node test stand-in for NVIDIA\'s pin file (%s); its Package line is a guess\n'
@@ -134,7 +144,7 @@ def packages(version):
     ]
     persistenced_files = {'usr/bin/nvidia-persistenced': (0o755, base.stand_in(
         '/usr/bin/nvidia-persistenced', 'nvidia-persistenced', version)),
-        'lib/systemd/system/nvidia-persistenced.service': (0o644, base.PERSISTENCED_UNIT)}
+        'lib/systemd/system/nvidia-persistenced.service': (0o644, PERSISTENCED_UNIT)}
     persistenced_scripts = {'postinst': base.maintainer_script('configure', (
         '\tif ! getent passwd nvidia-persistenced >/dev/null; then\n'
         '\t\tadduser --system --group --quiet --no-create-home --home /nonexistent \\\n'
