@@ -119,6 +119,18 @@ ansible_facts:
           type: str
           returned: always
           sample: open
+        secure_boot:
+          description:
+            - Secure Boot as the firmware reports it, from efivarfs under O(sysfs_root) (C(firmware/efi/efivars)), decided
+              as C(mokutil --sb-state) decides it; null for a bundle (its sys tree has no firmware).
+            - C(state) is C(enabled) (SecureBoot 1, SetupMode 0), C(disabled) (SecureBoot 0, or Setup Mode),
+              C(not_efi) (no C(firmware/efi), so the node did not boot through UEFI), C(unsupported) (no SecureBoot
+              variable) or C(unknown) (efivarfs not mounted or unreadable, never reported as C(disabled));
+              C(shim_validation) is false when shim does not validate (C(mokutil --disable-validation)); C(detail)
+              says what was read.
+          type: dict
+          returned: always
+          sample: {state: enabled, shim_validation: true, detail: "SecureBoot=1, SetupMode=0"}
         pci_gpus:
           description:
             - NVIDIA GPUs on the PCI bus (vendor C(0x10de), class C(0x0300) or C(0x0302)) from

@@ -28,7 +28,8 @@ description:
     the driver's version).
   - A request the role must refuse fails the module with a message that starts with the variable to change, and
     C(variable) set to it; nothing is changed. Refused are a downgrade without O(allow_downgrade), a change of an
-    installed driver while GPU processes run without O(force), open modules on a GPU older than Turing,
+    installed driver while GPU processes run without O(force), a node whose Secure Boot would keep an unsigned
+    module from loading without O(secure_boot_signed), open modules on a GPU older than Turing,
     proprietary modules where only open drives the GPU, a branch the GPUs cannot use (a branch newer than 580
     on Pascal, one older than 580.82.07 on B300), a version or branch the source does not offer, and a fabric manager
     the source does not have at the driver's version.
@@ -167,6 +168,13 @@ options:
     default: false
   force:
     description: Change an installed driver even while GPU processes are running.
+    type: bool
+    default: false
+  secure_boot_signed:
+    description:
+      - The site signs the kernel module with a key enrolled in the MOK list (or Secure Boot is known not to
+        matter). Without it, a node whose firmware has Secure Boot on (the C(secure_boot) of O(facts)) and no NVIDIA
+        module loaded is refused, and so is one whose Secure Boot state could not be read.
     type: bool
     default: false
   facts:
@@ -426,6 +434,7 @@ def main():
             branch=dict(type='str'),
             version=dict(type='str'),
             allow_downgrade=dict(type='bool', default=False),
+            secure_boot_signed=dict(type='bool', default=False),
             force=dict(type='bool', default=False),
             facts=dict(type='dict', default={}),
             dkms_modules=dict(type='list', elements='str', default=['nvidia', 'nvidia-current']),
@@ -434,7 +443,7 @@ def main():
     )
     params = module.params
     request = dict((k, params[k]) for k in ('packages', 'fabricmanager', 'fabricmanager_packages', 'kernel_module',
-                                            'branch', 'version', 'allow_downgrade', 'force', 'source',
+                                            'branch', 'version', 'allow_downgrade', 'force', 'source', 'secure_boot_signed',
                                             'extra_packages', 'family', 'repository'))
     branch = params['branch'] or (params['version'] or '').split('.')[0] or None
     # GPUs no newer branch drives (Pascal: 580 at most) choose the table's row when no branch is asked for, and

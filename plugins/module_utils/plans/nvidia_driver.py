@@ -162,7 +162,32 @@ def check_request(request, facts):
     if target_branch:
         check_limits(support.limits((facts or {}).get('pci_gpus')), int(target_branch), version,
                      'nvidia_driver_version' if version else 'nvidia_driver_branch')
+    check_secure_boot(facts or {}, request.get('secure_boot_signed'))
     return packages, flavour, reason
+
+
+# What the refusal tells the operator to do: the key DKMS signs with must be in the firmware's MOK list, and its
+# enrolment is confirmed in MokManager at the console during the next boot (no remote step does it)
+SECURE_BOOT_STEPS = (
+    'a module DKMS builds loads only when it is signed with a key enrolled in the MOK list: enrol the certificate '
+    'DKMS signs with (mok_certificate in /etc/dkms/framework.conf) with mokutil --import, confirm the enrolment in '
+    'MokManager at the node\'s console during the next boot, check it with mokutil --test-key ("is already '
+    'enrolled"), then set nvidia_driver_secure_boot_signed: true; or turn Secure Boot off in the firmware')
+
+
+def check_secure_boot(facts, signed):
+    """Refuse a node where Secure Boot would keep the driver the role builds from loading (node/efi.py's
+    ``secure_boot`` facts), unless ``signed`` says the site signs it. A loaded NVIDIA module shows that modules this
+    node builds load; an unreadable state is refused like an enabled one."""
+    state = facts.get('secure_boot') or {}
+    if signed or facts.get('kernel_module'):
+        return
+    if state.get('state') == 'enabled' and state.get('shim_validation') is not False:
+        raise PlanError('nvidia_driver_secure_boot_signed', 'Secure Boot is on (%s) and no NVIDIA kernel module is '
+                        'loaded: %s' % (state.get('detail'), SECURE_BOOT_STEPS))
+    if state.get('state') == 'unknown':
+        raise PlanError('nvidia_driver_secure_boot_signed', 'the Secure Boot state cannot be read (%s); if it is '
+                        'on, %s' % (state.get('detail'), SECURE_BOOT_STEPS))
 
 
 def check_limits(limits, branch, version, variable):

@@ -24,6 +24,7 @@ from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvidia_proc im
 from ansible_collections.gpuops.node.plugins.module_utils.node.rdma_sysfs import (
     ARPHRD_ETHER, active_netdevs, ipoib_module_loaded, ipoib_netdevs, netdev_type, netdevs, read_ecn, read_hw_counters,
     read_rdma_cm)
+from ansible_collections.gpuops.node.plugins.module_utils.node.efi import read_secure_boot
 from ansible_collections.gpuops.node.plugins.module_utils.node.sysfs import (
     read_infiniband, read_numa_nodes, read_pci_device, read_pci_nvidia, read_value, sysfs_pci_address)
 from ansible_collections.gpuops.node.plugins.module_utils.topology import dcgm as topology_dcgm
@@ -36,7 +37,8 @@ SCHEMA_VERSION = 3
 TOP_KEYS = ('schema_version', 'driver_loaded', 'driver_error', 'driver_version', 'driver_installed_version',
             'driver_installed', 'kernel_module', 'cuda_version',
             'gpu_count', 'gpus', 'gpu_processes', 'pci_gpus', 'nvswitch_count', 'matrix', 'gpu_nic_affinity', 'nics',
-            'numa_nodes', 'ipoib_module_loaded', 'outputs', 'device_errors', 'missing', 'errors', 'warnings')
+            'numa_nodes', 'ipoib_module_loaded', 'secure_boot', 'outputs', 'device_errors', 'missing', 'errors',
+            'warnings')
 
 
 def _empty():
@@ -54,6 +56,7 @@ def _empty():
         'gpu_processes': [],
         'pci_gpus': None,
         'nvswitch_count': None,
+        'secure_boot': None,
         'matrix': {},
         'gpu_nic_affinity': {},
         'nics': [],
@@ -100,6 +103,9 @@ def gather(source, sysfs_root, proc_root=None):
     _assemble_nics(topo, parsed.get('topo'), sysfs_root)
     _assemble_rdma(topo, source, sysfs_root)
     _assemble_bare(topo, sysfs_root, proc_root)
+    if sysfs_root and not isinstance(source, BundleSource):
+        # a bundle's sys tree holds what the capture took, never the firmware: nothing to say there
+        topo['secure_boot'] = read_secure_boot(sysfs_root)
     return topo
 
 

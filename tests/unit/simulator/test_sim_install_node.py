@@ -87,6 +87,8 @@ def test_live_gather_on_installed_node_equals_bundle_gather(tmp_path):
                 del output['source']
             # DCGM is not installed: the reason names where dcgmi was looked for (the node, or the bundle)
             assert facts['dcgm']['health'] is None and 'dcgmi' in facts['dcgm'].pop('unreadable')
+        # Secure Boot is read on the node only (a bundle's sys tree holds no firmware); the simulator has none
+        assert live.pop('secure_boot')['state'] == 'not_efi' and offline.pop('secure_boot') is None
         assert live == offline
         assert live['errors'] == [] and live['driver_loaded'] is True
 
