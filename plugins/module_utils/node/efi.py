@@ -28,12 +28,13 @@ STATES = ('enabled', 'disabled', 'not_efi', 'unsupported', 'unknown')
 
 
 def _value(path):
-    """The value byte of an efivarfs file (after its 4 attribute bytes), or raise ValueError / OSError."""
+    """The value of an efivarfs file (after its 4 attribute bytes): 1, 2 or 4 bytes, little-endian, as mokutil
+    reads it (memcpy into an int); or raise ValueError / OSError."""
     with open(path, 'rb') as handle:
-        data = handle.read()
-    if len(data) != 5:
-        raise ValueError('%d bytes, not 4 of attributes and 1 of value' % len(data))
-    return bytearray(data)[4]
+        data = bytearray(handle.read())
+    if len(data) - 4 not in (1, 2, 4):
+        raise ValueError('%d bytes, not 4 of attributes and 1, 2 or 4 of value' % len(data))
+    return sum(byte << (8 * i) for i, byte in enumerate(data[4:]))
 
 
 def read_secure_boot(sysfs_root):

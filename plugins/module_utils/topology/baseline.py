@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.node.plugins.module_utils.node.rdma_sysfs import RETRANS_COUNTERS
 from ansible_collections.gpuops.node.plugins.module_utils.node.sysfs import ERROR_COUNTERS
-from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import SCHEMA_VERSION, TOP_KEYS
+from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import OPTIONAL_KEYS, SCHEMA_VERSION, TOP_KEYS
 from ansible_collections.gpuops.node.plugins.module_utils.topology.sources import PARTS
 
 _RESULT_KEYS = ('gpu_topology', 'ansible_facts', 'failures', 'regressions', 'passed', 'changed')
@@ -80,7 +80,7 @@ def validate_baseline(baseline):
         return ['baseline has schema_version %r; this collection reads %d: take a new snapshot with it (a snapshot '
                 'from an older collection or a hand-written dict cannot be compared safely)'
                 % (version, SCHEMA_VERSION)]
-    missing = [k for k in TOP_KEYS if k not in baseline]
+    missing = [k for k in TOP_KEYS if k not in baseline and k not in OPTIONAL_KEYS]
     if missing:
         return ['baseline lacks %s; wanted %s' % (', '.join(missing), WANTED)]
     errors = []

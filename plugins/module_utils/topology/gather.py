@@ -39,6 +39,8 @@ TOP_KEYS = ('schema_version', 'driver_loaded', 'driver_error', 'driver_version',
             'gpu_count', 'gpus', 'gpu_processes', 'pci_gpus', 'nvswitch_count', 'matrix', 'gpu_nic_affinity', 'nics',
             'numa_nodes', 'ipoib_module_loaded', 'secure_boot', 'outputs', 'device_errors', 'missing', 'errors',
             'warnings')
+# keys added within this schema: a snapshot taken by an earlier release has none, and a baseline may lack them
+OPTIONAL_KEYS = ('secure_boot',)
 
 
 def _empty():

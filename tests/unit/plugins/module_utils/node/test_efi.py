@@ -35,6 +35,9 @@ SB, SM, MOK = efi.SECURE_BOOT, efi.SETUP_MODE, efi.MOK_SB_STATE
     ({SB: 0}, 'disabled', None),
     ({'BootOrder-' + efi.GLOBAL: 0}, 'unsupported', None),
     ({SB: b'\x06\x00\x00\x00'}, 'unknown', None),
+    # a firmware that stores the value in 4 bytes: mokutil reads 1, 2 or 4
+    ({SB: b'\x06\x00\x00\x00\x01\x00\x00\x00', SM: 0}, 'enabled', True),
+    ({SB: b'\x06\x00\x00\x00\x01\x00\x00', SM: 0}, 'unknown', None),
     ({SB: 2, SM: 0}, 'unknown', None),
 ])
 def test_the_state_of_the_variables(tmp_path, values, state, shim):
