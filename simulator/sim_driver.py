@@ -45,6 +45,13 @@ BOOT_JSON = RUN_DIR + '/boot.json'
 PROC_ROOT = RUN_DIR + '/proc'
 PROC_VERSION = PROC_ROOT + '/driver/nvidia/version'
 BOOT_KERNEL_FILE = 'etc/gpuops-sim/boot-kernel'
+# The driver's device nodes, as nvidia-modprobe makes them in /dev, under the simulator's own directory (a node's
+# /dev is the container engine's): nvidiaN 195:N and nvidiactl 195:255 (the driver's fixed major), nvidia-uvm and
+# nvidia-uvm-tools on a dynamic major (509, as a real node's nvidia-ctk log shows in Azure/aks-gpu#106)
+DEV_DIR = RUN_DIR + '/dev'
+SYSFS = 'usr/share/gpuops-sim/sys'
+NVIDIA_MAJOR = 195
+UVM_MAJOR = 509
 DISTRIB = '.distrib'
 
 # Files NVIDIA packages ship that the simulator stands in for, and the stand-in each gets
@@ -355,6 +362,7 @@ def boot(root='/', query=None, uname_release=None):
     decision['booted_at'] = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
     decision['proc_root'] = '/' + PROC_ROOT
     write_file(under(root, BOOT_JSON), json.dumps(decision, indent=2, sort_keys=True) + '\n')
+    make_device_nodes(root, decision['loaded'])
     # the proc tree exists on every boot, as /proc does; driver/nvidia only while a module is loaded
     if not os.path.isdir(under(root, PROC_ROOT)):
         os.makedirs(under(root, PROC_ROOT))
@@ -366,6 +374,46 @@ def boot(root='/', query=None, uname_release=None):
             if os.path.lexists(under(root, rel)):
                 os.remove(under(root, rel))
     return decision
+
+
+def gpu_count(root='/'):
+    """The NVIDIA display and 3D controllers of the profile's sysfs tree."""
+    count = 0
+    for device in glob.glob(under(root, SYSFS + '/bus/pci/devices/*')):
+        try:
+            with open(os.path.join(device, 'vendor')) as handle:
+                vendor = handle.read().strip()
+            with open(os.path.join(device, 'class')) as handle:
+                klass = handle.read().strip()
+        except (IOError, OSError):
+            continue
+        if vendor == '0x10de' and klass[:6] in ('0x0300', '0x0302'):
+            count += 1
+    return count
+
+
+def make_device_nodes(root, driver_loaded):
+    """Empty DEV_DIR, as every boot empties /dev, and make the driver's nodes while a module is loaded."""
+    dev = under(root, DEV_DIR)
+    if os.path.isdir(dev):
+        for dirpath, dirnames, filenames in os.walk(dev, topdown=False):
+            for name in filenames:
+                os.remove(os.path.join(dirpath, name))
+            for name in dirnames:
+                path = os.path.join(dirpath, name)
+                if os.path.islink(path):
+                    os.remove(path)
+                else:
+                    os.rmdir(path)
+    else:
+        os.makedirs(dev)
+    if not driver_loaded:
+        return []
+    nodes = [('nvidia%d' % index, NVIDIA_MAJOR, index) for index in range(gpu_count(root))]
+    nodes += [('nvidiactl', NVIDIA_MAJOR, 255), ('nvidia-uvm', UVM_MAJOR, 0), ('nvidia-uvm-tools', UVM_MAJOR, 1)]
+    for name, major, minor in nodes:
+        os.mknod(os.path.join(dev, name), 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+    return [name for name, _major, _minor in nodes]
 
 
 def loaded(root='/'):

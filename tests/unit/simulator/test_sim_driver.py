@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import json
 import os
+import stat
 
 import pytest
 
@@ -137,6 +138,33 @@ def test_boot_always_creates_the_proc_root(tmp_path):
     assert decision['loaded'] is False
     assert os.path.isdir(os.path.join(root, sim_driver.PROC_ROOT))
     assert not os.path.exists(os.path.join(root, sim_driver.PROC_VERSION))
+
+
+def _sysfs_device(root, address, vendor, klass):
+    write(root, sim_driver.SYSFS + '/bus/pci/devices/%s/vendor' % address, vendor + '\n')
+    write(root, sim_driver.SYSFS + '/bus/pci/devices/%s/class' % address, klass + '\n')
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='mknod of a character device needs root')
+def test_boot_makes_the_driver_device_nodes_and_empties_them_first(tmp_path):
+    """The nodes nvidia-modprobe makes (nvidiaN per GPU, nvidiactl, nvidia-uvm, nvidia-uvm-tools), emptied at each
+    boot as /dev is; an NVSwitch or a NIC is no GPU. Cannot prove the real majors of nvidia-uvm (dynamic)."""
+    root = str(tmp_path)
+    _sysfs_device(root, '0000:07:00.0', '0x10de', '0x030200')
+    _sysfs_device(root, '0000:0f:00.0', '0x10de', '0x030200')
+    _sysfs_device(root, '0000:05:00.0', '0x10de', '0x068000')     # NVSwitch: a bridge
+    _sysfs_device(root, '0000:0c:00.0', '0x15b3', '0x020700')     # ConnectX
+    dev = os.path.join(root, sim_driver.DEV_DIR)
+    assert sim_driver.boot(root, query=NVIDIA_DRIVER_535, uname_release='6.18.44-test')['loaded'] is True
+    numbers = dict((name, (os.major(os.lstat(os.path.join(dev, name)).st_rdev),
+                           os.minor(os.lstat(os.path.join(dev, name)).st_rdev))) for name in os.listdir(dev))
+    assert numbers == {'nvidia0': (195, 0), 'nvidia1': (195, 1), 'nvidiactl': (195, 255),
+                       'nvidia-uvm': (509, 0), 'nvidia-uvm-tools': (509, 1)}
+    assert all(stat.S_ISCHR(os.lstat(os.path.join(dev, name)).st_mode) for name in numbers)
+    os.makedirs(os.path.join(dev, 'char'))
+    os.symlink('../nvidia0', os.path.join(dev, 'char', '195:0'))
+    assert sim_driver.boot(root, query=FakeDpkg(), uname_release='6.18.44-test')['loaded'] is False
+    assert os.listdir(dev) == []
 
 
 def test_blacklist_and_unreadable_modules_load_nothing(tmp_path):
