@@ -68,6 +68,7 @@ options:
       - "C(nic_roce_dcqcn) (priority 0-7): priority on which DCQCN (roce_rp and roce_np) is enabled on every selected Ethernet NIC."
       - "C(nic_pfc_priority) (priority 0-7): the one priority with PFC on (dcb) on every selected Ethernet NIC."
       - "C(dcgm_health) (bool): true: the DCGM host engine answers and its health watches (dcgmi health -c) report no failure."
+      - "C(next_boot_driver) (bool): true: the kernel the node boots next (newest in /boot) has an NVIDIA module, of the installed version."
       - "C(gpu_nic_relation_max) (PCIe relation): worst allowed relation from each GPU to its closest selected NIC that exists in sysfs."
       - "C(numa_balance) (bool): GPUs must be spread evenly over the NUMA nodes that hold GPUs."
       # end of generated lines
@@ -150,7 +151,8 @@ failures:
       C(ecc_mode), C(mig_mode), C(mig_devices), C(compute_mode), C(ecc_uncorrected), C(retired_pages_pending),
       C(remapped_rows_pending), C(nic_count), C(nic_port_state), C(nic_link_layer), C(nic_rate),
       C(nic_link_downed), C(nic_symbol_errors), C(nic_rcv_errors), C(nic_retrans_ratio), C(nic_ipoib),
-      C(nic_roce_dcqcn), C(nic_pfc_priority), C(dcgm_health), C(gpu_nic_relation), C(numa_balance).
+      C(nic_roce_dcqcn), C(nic_pfc_priority), C(dcgm_health), C(next_boot_driver), C(gpu_nic_relation),
+      C(numa_balance).
     # end of generated lines
   returned: success
   type: list

@@ -131,6 +131,19 @@ ansible_facts:
           type: dict
           returned: always
           sample: {state: enabled, shim_validation: true, detail: "SecureBoot=1, SetupMode=0"}
+        next_boot:
+          description:
+            - The kernel the node boots next and the NVIDIA module it would load (null for a bundle, which holds no
+              C(/boot)). C(kernel) is the newest C(/boot/vmlinuz-*) by dpkg's version order, rescue images left out
+              (a C(GRUB_DEFAULT) pinning another entry is not read); C(running) the running kernel; C(headers) whether
+              C(/lib/modules/<kernel>/build) leads to a directory; C(module) the NVIDIA module (C(nvidia),
+              C(nvidia-current), C(nvidia-current-open), C(nvidia-tesla-<branch>)) that kernel's C(modules.dep) lists,
+              null when none; C(module_version) its version (C(modinfo -F version)); C(unreadable) why the rest
+              could not be read (no kernel in C(/boot), no C(modules.dep)).
+          type: dict
+          returned: always
+          sample: {kernel: 6.1.0-31-amd64, running: 6.1.0-28-amd64, headers: true,
+                   module: updates/dkms/nvidia-current.ko, module_version: "535.261.03", unreadable: null}
         pci_gpus:
           description:
             - NVIDIA GPUs on the PCI bus (vendor C(0x10de), class C(0x0300) or C(0x0302)) from

@@ -286,6 +286,14 @@ dkms_build_errors:
       kernel the node boots, keyed C(module/version).
   returned: always
   type: dict
+kernel_packages:
+  description:
+    - The installed kernel packages, name to version, that the role holds with the driver where
+      C(nvidia_driver_hold_kernel) asks. With apt every C(linux-image-*), C(linux-headers-*) and C(linux-modules-*);
+      with dnf C(kernel), C(kernel-core), C(kernel-modules), C(kernel-modules-extra), C(kernel-devel),
+      C(kernel-devel-matched) and C(kernel-headers), as linux-system-roles/hpc locks them.
+  returned: always
+  type: dict
 kernels:
   description:
     - C(boot), the kernel the node boots next (the newest C(/boot/vmlinuz-*) by dpkg's version order, rescue images
@@ -309,6 +317,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuops.node.plugins.module_utils import command
 from ansible_collections.gpuops.node.plugins.module_utils.parsers import dkms as parsers_dkms
 from ansible_collections.gpuops.node.plugins.module_utils.node import packages as node_packages
+from ansible_collections.gpuops.node.plugins.module_utils.node.boot_kernel import boot_kernels
 from ansible_collections.gpuops.node.plugins.module_utils.node.package_manager import PackageManager
 from ansible_collections.gpuops.node.plugins.module_utils import versions as V
 from ansible_collections.gpuops.node.plugins.module_utils.plans import gpu_driver_support
@@ -319,7 +328,6 @@ from ansible_collections.gpuops.node.plugins.module_utils.plans.nvidia_driver im
 from ansible_collections.gpuops.node.plugins.module_utils.errors import ParseError
 
 DKMS_TREE = '/var/lib/dkms'
-BOOT = '/boot'
 
 
 def read_dkms(module, names, boot):
@@ -345,16 +353,6 @@ def read_dkms(module, names, boot):
             if found:
                 errors['%s/%s' % (name, version)] = found
     return entries, errors
-
-
-def boot_kernels(running):
-    """{boot, running, headers_for}: the kernel the node boots next (the newest in /boot, by dpkg's order; rescue
-    images left out), the running one, and those two that are in /boot: the kernels DKMS must build for."""
-    names = [n[len('vmlinuz-'):] for n in os.listdir(BOOT) if n.startswith('vmlinuz-')] if os.path.isdir(BOOT) else []
-    names = [n for n in names if 'rescue' not in n]
-    boot = sorted(names, key=V.DpkgKey)[-1] if names else None
-    headers = [k for k in ([boot] + ([running] if running in names else [])) if k]
-    return {'boot': boot, 'running': running, 'headers_for': sorted(set(headers), key=V.DpkgKey)}
 
 
 def from_table(module, params, branch):
@@ -483,7 +481,7 @@ def main():
     kernels = boot_kernels(platform.release())
     dkms, dkms_errors = read_dkms(module, params['dkms_modules'], kernels['boot'])
     result = dict(changed=False, installed=installed, held=held, dkms=dkms, dkms_build_errors=dkms_errors, plan={},
-                  kernels=kernels)
+                  kernels=kernels, kernel_packages=kernel_packages(manager))
     if params['mode'] == 'inspect':
         module.exit_json(**result)
     origin = params['repo_url'] or None
@@ -530,6 +528,16 @@ def main():
         result['plan']['install'] = [spec.replace('=', '-', 1) for spec in result['plan']['install']]
     result['installed'] = node['installed']
     module.exit_json(**result)
+
+
+def kernel_packages(manager):
+    """{name: version} of the installed kernel packages (nvidia_packaging.KERNEL_PACKAGES)."""
+    if manager.apt:
+        found = {}
+        for pattern in nvidia_packaging.KERNEL_PACKAGES['apt']:
+            found.update(manager.installed_matching(pattern))
+        return found
+    return manager.installed(list(nvidia_packaging.KERNEL_PACKAGES['dnf']))
 
 
 def add_exact_closure(manager, result, origin, node):

@@ -263,6 +263,18 @@ LIBRARIES = (
 # The package manager of each OS family the LIBRARIES rows name, and so how a role installs, holds and reads them.
 MANAGERS = {'Debian': 'apt', 'Ubuntu': 'apt', 'RedHat': 'dnf'}
 
+# The kernel's packages, held with the driver where nvidia_driver_hold_kernel asks (a kernel update the driver was
+# not built for boots the node without it). dnf: the names linux-system-roles/hpc locks (vars/main.yml,
+# __hpc_kernel_versionlock_rpms), each locked at its installed versions. apt: patterns of dpkg-query for every
+# installed kernel's image, headers and modules (Ubuntu's precompiled linux-modules-nvidia-* among them) and the
+# meta-packages that pull a new kernel in (Debian's linux-image-amd64, Ubuntu's linux-image-generic, on which
+# linux-generic depends): apt and unattended-upgrades leave a held package as it is.
+KERNEL_PACKAGES = {
+    'apt': ('linux-image-*', 'linux-headers-*', 'linux-modules-*'),
+    'dnf': ('kernel', 'kernel-core', 'kernel-modules', 'kernel-modules-extra', 'kernel-devel', 'kernel-devel-matched',
+            'kernel-headers'),
+}
+
 
 def library(component, family):
     """The LIBRARIES row of ``component`` (``nccl``, ``dcgm``) on OS ``family``, or None."""

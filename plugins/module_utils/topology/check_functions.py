@@ -415,3 +415,35 @@ def check_mig_devices(ctx, entries):
     for state in sorted(wanted.values(), key=lambda s: s['index']):
         failures.extend(_mig_gpu(ctx, by_index[state['index']], state, ctx.topology.get('mig')))
     return failures
+
+
+def check_next_boot_driver(ctx, wanted):
+    """``next_boot_driver: true``: the kernel the node boots next (module_utils/node/boot_kernel.py) has an NVIDIA
+    module that modprobe finds, of the installed driver's version; what could not be read is ``not checked``."""
+    if not wanted:
+        return []
+    boot = ctx.topology.get('next_boot') or {}
+    kernel = boot.get('kernel')
+    expected = 'an NVIDIA module for the kernel the node boots next'
+    if kernel is None or boot.get('unreadable'):
+        return [not_checked('next_boot_driver', 'node', expected, boot.get('unreadable') or 'the boot kernel was not read')]
+    if boot.get('module') is None:
+        why = ('its headers are installed, yet DKMS built nothing for it' if boot.get('headers')
+               else 'its headers are not installed, so DKMS cannot build one')
+        return [failure('next_boot_driver', 'node', expected, None,
+                        'kernel %s, which the node boots next, has no NVIDIA module in its modules.dep (%s): the '
+                        'node would boot without the driver. A kernel update that came without the driver? Install '
+                        'the headers and run the nvidia_driver role, or hold the kernel (nvidia_driver_hold_kernel)'
+                        % (kernel, why))]
+    installed = ctx.topology.get('driver_installed_version')
+    version = boot.get('module_version')
+    if installed is None:
+        return []
+    if version is None:
+        return [not_checked('next_boot_driver', 'node', installed, 'the version of %s for kernel %s was not read'
+                            % (boot['module'], kernel))]
+    if version != installed:
+        return [failure('next_boot_driver', 'node', installed, version,
+                        'kernel %s, which the node boots next, would load NVIDIA module %s, not the installed driver '
+                        '%s' % (kernel, version, installed))]
+    return []

@@ -23,9 +23,9 @@ from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvsmi_topo imp
 from ansible_collections.gpuops.node.plugins.module_utils.node.rdma_sysfs import RETRANS_COUNTERS, retrans_ratio
 from ansible_collections.gpuops.node.plugins.module_utils.topology.check_functions import (
     check_compute_mode, check_dcgm_health, check_driver_loaded, check_ecc_uncorrected, check_gpu_error,
-    check_gpu_model, check_mig_devices, check_mode, check_nvlink_active_links, check_nvsmi_exit, check_nvsmi_timeout, check_output_unreadable,
-    check_outputs_disagree, check_pcie_gen, check_pcie_width, check_remapped_rows, check_retired_pages, failure,
-    not_checked, per_gpu)
+    check_gpu_model, check_mig_devices, check_mode, check_next_boot_driver, check_nvlink_active_links,
+    check_nvsmi_exit, check_nvsmi_timeout, check_output_unreadable, check_outputs_disagree, check_pcie_gen,
+    check_pcie_width, check_remapped_rows, check_retired_pages, failure, not_checked, per_gpu)
 
 INT = 'int'
 BOOL = 'bool'
@@ -411,6 +411,9 @@ CHECKS = (
     Check('dcgm_health', 'dcgm_health', BOOL,
           'true: the DCGM host engine answers and its health watches (dcgmi health -c) report no failure', 'dcgm',
           ('dcgm',), check_dcgm_health),
+    Check('next_boot_driver', 'next_boot_driver', BOOL,
+          'true: the kernel the node boots next (newest in /boot) has an NVIDIA module, of the installed version',
+          'nvidia_driver', ('boot',), check_next_boot_driver),
     Check('gpu_nic_relation', 'gpu_nic_relation_max', RELATION,
           'worst allowed relation from each GPU to its closest selected NIC that exists in sysfs',
           None, ('topo', 'sysfs'), _gpu_nic_relation),

@@ -24,6 +24,7 @@ from ansible_collections.gpuops.node.plugins.module_utils.parsers.nvidia_proc im
 from ansible_collections.gpuops.node.plugins.module_utils.node.rdma_sysfs import (
     ARPHRD_ETHER, active_netdevs, ipoib_module_loaded, ipoib_netdevs, netdev_type, netdevs, read_ecn, read_hw_counters,
     read_rdma_cm)
+from ansible_collections.gpuops.node.plugins.module_utils.node import boot_kernel
 from ansible_collections.gpuops.node.plugins.module_utils.node.efi import read_secure_boot
 from ansible_collections.gpuops.node.plugins.module_utils.node.sysfs import (
     read_infiniband, read_numa_nodes, read_pci_device, read_pci_nvidia, read_value, sysfs_pci_address)
@@ -37,10 +38,10 @@ SCHEMA_VERSION = 3
 TOP_KEYS = ('schema_version', 'driver_loaded', 'driver_error', 'driver_version', 'driver_installed_version',
             'driver_installed', 'kernel_module', 'cuda_version',
             'gpu_count', 'gpus', 'gpu_processes', 'pci_gpus', 'nvswitch_count', 'matrix', 'gpu_nic_affinity', 'nics',
-            'numa_nodes', 'ipoib_module_loaded', 'secure_boot', 'outputs', 'device_errors', 'missing', 'errors',
+            'numa_nodes', 'ipoib_module_loaded', 'secure_boot', 'next_boot', 'outputs', 'device_errors', 'missing', 'errors',
             'warnings')
 # keys added within this schema: a snapshot taken by an earlier release has none, and a baseline may lack them
-OPTIONAL_KEYS = ('secure_boot',)
+OPTIONAL_KEYS = ('secure_boot', 'next_boot')
 
 
 def _empty():
@@ -59,6 +60,7 @@ def _empty():
         'pci_gpus': None,
         'nvswitch_count': None,
         'secure_boot': None,
+        'next_boot': None,
         'matrix': {},
         'gpu_nic_affinity': {},
         'nics': [],
@@ -441,7 +443,7 @@ def gather_bundle(bundle_dir, sysfs_root=None):
 
 
 def gather_live(run, nvidia_smi, sysfs_root='/sys', nvidia_smi_problem=None, limit=None, proc_root='/proc',
-                dcb=None, dcb_problem=None, dcgmi=None, dcgmi_problem=None):
+                dcb=None, dcb_problem=None, dcgmi=None, dcgmi_problem=None, boot=None):
     """Facts from the running node.
 
     ``run(argv)`` returns ``(rc, out, err)`` or ``(rc, out, err,
@@ -451,9 +453,13 @@ def gather_live(run, nvidia_smi, sysfs_root='/sys', nvidia_smi_problem=None, lim
     time limit ``run`` applies to each call, for messages. ``dcb`` is
     the dcb binary run for each RoCE netdev (None: not found, or
     ``dcb_problem``); ``dcgmi`` the dcgmi binary asked for the host engine's health report (None: not found, or
-    ``dcgmi_problem``).
+    ``dcgmi_problem``). ``boot`` (``{running, modinfo, boot_dir, modules_dir}``) has ``next_boot`` read
+    (module_utils/node/boot_kernel.py); None leaves it null.
     """
     topo = gather(CommandSource(run, nvidia_smi, limit, dcb, dcb_problem), sysfs_root, proc_root)
+    if boot is not None:
+        topo['next_boot'] = boot_kernel.read_live(run, boot['running'], boot['modinfo'], boot['boot_dir'],
+                                                  boot['modules_dir'], topo['warnings'])
     topo['dcgm'] = topology_dcgm.read_live(run, dcgmi, dcgmi_problem, limit, topo['warnings'])
     topo['mig'] = topology_mig.read_live(run, nvidia_smi, topo, limit, topo['warnings'])
     if nvidia_smi is None:

@@ -8,8 +8,10 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import os
+import platform
 
 from ansible_collections.gpuops.node.plugins.module_utils import command
+from ansible_collections.gpuops.node.plugins.module_utils.node import boot_kernel
 from ansible_collections.gpuops.node.plugins.module_utils.node.packages import read_installed_driver
 from ansible_collections.gpuops.node.plugins.module_utils.topology.gather import gather_bundle, gather_live
 from ansible_collections.gpuops.node.plugins.module_utils.topology.sources import DEFAULT_TIMEOUT
@@ -55,8 +57,10 @@ def gather_for_module(module):
     timeout = params['command_timeout']
     # bytes: the gathering decodes them (module_utils.rawtext), reporting invalid UTF-8
     run = command.runner(module, timeout=timeout, binary=True)
+    boot = {'running': platform.release(), 'modinfo': module.get_bin_path('modinfo', required=False),
+            'boot_dir': boot_kernel.BOOT, 'modules_dir': boot_kernel.MODULES}
     topology = gather_live(run, path, params['sysfs_root'] or '/sys', problem, timeout, params['proc_root'],
-                           dcb, dcb_problem, dcgmi, dcgmi_problem)
+                           dcb, dcb_problem, dcgmi, dcgmi_problem, boot)
     installed = read_installed_driver(run, lambda name: module.get_bin_path(name, required=False))
     topology['driver_installed'] = installed
     topology['driver_installed_version'] = installed['version'] if installed else None

@@ -315,6 +315,16 @@ class _Derivation(object):
         else:
             self.skip('dcgm_health', (self.topology.get('dcgm') or {}).get('unreadable') or
                       'DCGM health overall %s' % (health or {}).get('overall'))
+        boot = self.topology.get('next_boot') or {}
+        installed = self.topology.get('driver_installed_version')
+        if boot.get('module') and not boot.get('unreadable') and boot.get('module_version') in (installed, None) \
+                and (installed is None or boot.get('module_version') is not None):
+            self.put('next_boot_driver', True, 'kernel %s, booted next, has NVIDIA module %s'
+                     % (boot['kernel'], boot.get('module_version') or '(no driver installed)'))
+        else:
+            self.skip('next_boot_driver', boot.get('unreadable') or (
+                'kernel %s, booted next, has no NVIDIA module of the installed driver' % boot['kernel']
+                if boot.get('kernel') else 'the boot kernel was not read'))
 
 
 def gpu_family(name):

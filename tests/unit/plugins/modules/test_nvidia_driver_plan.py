@@ -3,8 +3,6 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import os
-
 import pytest
 
 from ansible_collections.gpuops.node.plugins.modules import nvidia_driver_plan as module_nvidia_driver_plan
@@ -50,14 +48,3 @@ def test_a_failing_dkms_fails_with_its_words(monkeypatch):
         module_nvidia_driver_plan.read_dkms(FakeModule(), ['nvidia-current'], '6.1.0-40-amd64')
     assert failed.value.args[0] == {'msg': 'dkms status exited 3: Error! Could not locate dkms.conf file. | File: '
                                            '/var/lib/dkms/nvidia/535/source/dkms.conf does not exist.'}
-
-
-def test_boot_kernels_newest_without_rescue(tmp_path, monkeypatch):
-    for name in ('vmlinuz-6.1.0-9-amd64', 'vmlinuz-6.1.0-10-amd64', 'vmlinuz-0-rescue-abc', 'config-6.1.0-10-amd64'):
-        (tmp_path / name).write_text('')
-    monkeypatch.setattr(module_nvidia_driver_plan, 'BOOT', str(tmp_path))
-    assert module_nvidia_driver_plan.boot_kernels('6.1.0-9-amd64') == {
-        'boot': '6.1.0-10-amd64', 'running': '6.1.0-9-amd64', 'headers_for': ['6.1.0-9-amd64', '6.1.0-10-amd64']}
-    assert module_nvidia_driver_plan.boot_kernels('6.18.44-host')['headers_for'] == ['6.1.0-10-amd64']
-    monkeypatch.setattr(module_nvidia_driver_plan, 'BOOT', os.path.join(str(tmp_path), 'absent'))
-    assert module_nvidia_driver_plan.boot_kernels('6.18.44-host') == {'boot': None, 'running': '6.18.44-host', 'headers_for': []}

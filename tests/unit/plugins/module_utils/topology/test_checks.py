@@ -327,7 +327,7 @@ def test_table_has_one_row_per_check_and_key():
     keys = [c.key for c in CHECKS if c.key]
     assert len(names) == len(set(names)) and len(keys) == len(set(keys))
     assert all(c.doc and c.func for c in CHECKS)
-    assert owned_keys('nvidia_driver') == ['driver_loaded', 'driver_version', 'persistence_mode']
+    assert owned_keys('nvidia_driver') == ['driver_loaded', 'driver_version', 'next_boot_driver', 'persistence_mode']
     assert owned_keys('mig') == ['mig_devices', 'mig_mode']
     assert set(STATUSES) == {'ok', 'exit', 'failed', 'timeout', 'unreadable', 'missing', 'skipped'}
 
