@@ -17,6 +17,7 @@ PASSING = ('provisioned', 'validated')
 FAULT_CHECKS = {
     'driver_not_loaded': ('driver_loaded',),
     'ecc_uncorrectable': ('ecc_uncorrected', 'remapped_rows_pending', 'retired_pages_pending'),
+    'gpu_device_id': ('gpu_model',),
     'gpu_missing': ('gpu_count', 'outputs_disagree', 'numa_balance', 'gpu_nic_relation', 'nvlink_relation'),
     'ib_port_down': ('nic_port_state',),
     'mig_unexpected': ('mig_mode',),

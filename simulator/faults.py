@@ -25,6 +25,7 @@ import json
 import os
 import re
 import sys
+from xml.sax.saxutils import escape as xml_escape
 
 try:
     from . import bundle
@@ -250,6 +251,29 @@ def _pcie_downtrained(tree, gpu=1, width=8, gen=None):
     return {'pcie': {'gen': gen, 'width': width}}
 
 
+def _gpu_device_id(tree, device='0x3182', name='NVIDIA B300 SXM6 AC'):
+    """Every GPU another model by its PCI device id: ``device`` in sysfs (``bus/pci/devices/<bus id>/device``) and
+    in the XML (``pci_device_id``, ``product_name``), for the rules that read the id before any driver (branch
+    limits, open modules only). The default is the B300's id in pci.ids (GB110 [B300 SXM6 AC]), newer than Debian
+    12's pci.ids. What it does not make: the new model's NVLink, memory or topology, which stay the profile's.
+    """
+    if not re.match(r'^0x[0-9a-fA-F]{4}$', str(device)):
+        raise FaultError('device must be a PCI device id such as 0x3182, got %r' % (device,))
+    device = '0x' + str(device)[2:].lower()
+    doc = _xml(tree)
+    blocks = []
+    for block in doc.blocks:
+        block = nvidia_smi.set_value(block, 'pci/pci_device_id', device[2:].upper() + '10DE')
+        block = nvidia_smi.set_value(block, 'product_name', xml_escape(str(name)))
+        base = _sysfs_pci(block)
+        if base + 'device' not in tree:
+            raise FaultError('the profile has no sysfs device file for %s' % base)
+        bundle.put_text(tree, base + 'device', device + '\n')
+        blocks.append(block)
+    bundle.put_text(tree, nvidia_smi.XML_FILE, doc.render(blocks))
+    return {'device_id': device, 'gpus': len(blocks)}
+
+
 def _ib_port_down(tree, nic=None, phys_state='Disabled'):
     """One compute NIC port down: sysfs state "1: DOWN", phys_state "3: Disabled" (or "2: Polling").
 
@@ -438,6 +462,9 @@ _register('pcie_downtrained', _pcie_downtrained,
           'PCIe link of one GPU at x8 and Gen3 (Gen2 on a Gen3 GPU), current and max, in XML and sysfs',
           {'gpu': 'GPU index (default 1)', 'width': 'link width (default 8)',
            'gen': 'link generation (default 3, or max-1 when max <= 3)'})
+_register('gpu_device_id', _gpu_device_id,
+          'Every GPU another model by its PCI device id, in sysfs and the XML (default the B300, 0x3182)',
+          {'device': 'PCI device id, 0xNNNN (default 0x3182)', 'name': 'product name (default NVIDIA B300 SXM6 AC)'})
 _register('ib_port_down', _ib_port_down,
           'One compute NIC port DOWN in sysfs: state "1: DOWN", phys_state "3: Disabled" (or "2: Polling"); a RoCE '
           'NIC\'s netdev operstate "down"',

@@ -47,8 +47,8 @@ def _strip_gpu(gpu):
 
 
 def test_registry():
-    assert sorted(faults.FAULTS) == ['dcgm_diag_fail', 'driver_not_loaded', 'ecc_uncorrectable', 'gpu_missing',
-                                     'ib_port_down', 'mig_unexpected', 'nccl_slow', 'nvlink_down', 'pcie_downtrained',
+    assert sorted(faults.FAULTS) == ['dcgm_diag_fail', 'driver_not_loaded', 'ecc_uncorrectable', 'gpu_device_id',
+                                     'gpu_missing', 'ib_port_down', 'mig_unexpected', 'nccl_slow', 'nvlink_down', 'pcie_downtrained',
                                      'roce_retrans_high']
     for name, fault in faults.FAULTS.items():
         assert fault.description and '\n' not in fault.description
@@ -143,6 +143,19 @@ def test_pcie_downtrained(tmp_path, name, gen):
             assert gpu == before['gpus'][i]
     assert bundle.text(tree, 'sys/bus/pci/devices/%s/current_link_speed' % address) == \
         {3: '8.0 GT/s PCIe\n', 2: '5.0 GT/s PCIe\n'}[gen]
+
+
+def test_gpu_device_id_makes_every_gpu_a_b300_by_its_id(tmp_path):
+    """The id the driver rules read before any driver: the collection's table names it Blackwell (B300)."""
+    base, tree, changed = _apply(PCIE, 'gpu_device_id')
+    before, after = _gather(base, tmp_path, 'a'), _gather(tree, tmp_path, 'b')
+    addresses = [g['pci_bus_id'][4:].lower() for g in before['gpus']]
+    assert changed == sorted(['nvidia-smi-q-x.xml'] + ['sys/bus/pci/devices/%s/device' % a for a in addresses])
+    assert [(g['device_id'], g['architecture'], g['model']) for g in after['pci_gpus']] == \
+        [('0x3182', 'Blackwell', 'NVIDIA B300 SXM6 AC')] * len(addresses)
+    assert [g['name'] for g in after['gpus']] == ['NVIDIA B300 SXM6 AC'] * len(addresses)
+    with pytest.raises(faults.FaultError):
+        _apply(PCIE, 'gpu_device_id', device='3182')
 
 
 @pytest.mark.parametrize('phys,text', [('Disabled', '3: Disabled'), ('Polling', '2: Polling')])
