@@ -289,9 +289,10 @@ dkms_build_errors:
 kernel_packages:
   description:
     - The installed kernel packages, name to version, that the role holds with the driver where
-      C(nvidia_driver_hold_kernel) asks. With apt every C(linux-image-*), C(linux-headers-*) and C(linux-modules-*);
-      with dnf C(kernel), C(kernel-core), C(kernel-modules), C(kernel-modules-extra), C(kernel-devel),
-      C(kernel-devel-matched) and C(kernel-headers), as linux-system-roles/hpc locks them.
+      C(nvidia_driver_hold_kernel) asks. With apt every C(linux-image-*), C(linux-headers-*) and C(linux-modules-*)
+      but Ubuntu's precompiled NVIDIA modules (the driver's); with dnf C(kernel), C(kernel-core), C(kernel-modules),
+      C(kernel-modules-extra), C(kernel-devel), C(kernel-devel-matched) and C(kernel-headers), as
+      linux-system-roles/hpc locks them, with C(kernel-modules-core) and the C(kernel-64k) packages.
   returned: always
   type: dict
 kernels:
@@ -536,7 +537,8 @@ def kernel_packages(manager):
         found = {}
         for pattern in nvidia_packaging.KERNEL_PACKAGES['apt']:
             found.update(manager.installed_matching(pattern))
-        return found
+        return dict((name, version) for name, version in found.items()
+                    if not name.startswith(nvidia_packaging.KERNEL_PACKAGES_NOT))
     return manager.installed(list(nvidia_packaging.KERNEL_PACKAGES['dnf']))
 
 

@@ -10,8 +10,8 @@ driver for it (no headers) or the precompiled module for it is missing, the node
 
 - ``kernel``: the newest ``/boot/vmlinuz-*`` by dpkg's version order, rescue images left out. Debian's and Ubuntu's
   GRUB (``10_linux``) put the newest kernel first and boot it by default, and RHEL's kernel packages make a new
-  kernel the default (``UPDATEDEFAULT=yes``). What this cannot read: a ``GRUB_DEFAULT`` or ``grubby
-  --set-default`` that pins another entry.
+  kernel the default (``UPDATEDEFAULT=yes``; a debug kernel, ``+debug``, never). What this cannot read: a
+  ``GRUB_DEFAULT`` or ``grubby --set-default`` that pins another entry.
 - ``running``: the running kernel (``uname -r``).
 - ``headers``: whether ``/lib/modules/<kernel>/build`` leads to a directory (the headers DKMS builds against).
 - ``module``: the NVIDIA module ``modules.dep`` of that kernel lists (what ``modprobe nvidia`` loads at boot:
@@ -34,11 +34,13 @@ BOOT = '/boot'
 MODULES = '/lib/modules'
 # the file names (suffix left out) of the NVIDIA module modprobe loads as "nvidia"
 MODULE_NAME = re.compile(r'^nvidia(-current|-tesla-[0-9]+)?(-open)?\.ko(\.(xz|zst|gz))?$')
-VERSION = re.compile(r'^[0-9]+(\.[0-9]+)+$')
+VERSION = re.compile(r'^[0-9]{1,5}(\.[0-9]{1,5}){1,4}$')
 # a kernel release as uname -r prints it; another file name in /boot is no kernel of a package (and is never
 # passed on: node strings reach the controller's reports)
-RELEASE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._+~-]{0,127}$')
-PATH = re.compile(r'^[A-Za-z0-9._+~/-]{1,255}$')
+RELEASE = re.compile(r'^[0-9][A-Za-z0-9._+~-]{0,126}[A-Za-z0-9]$')
+PATH = re.compile(r'^(?!/)(?!.*\.\.)[A-Za-z0-9._+~/-]{1,255}$')
+VERSION_MAX = 32
+DEP_MAX = 16 * 1024 * 1024   # a modules.dep is some 100 kB
 
 
 def boot_kernels(running, boot_dir=BOOT):
@@ -47,7 +49,8 @@ def boot_kernels(running, boot_dir=BOOT):
     ``boot_dir``: the kernels DKMS must build for."""
     names = [n[len('vmlinuz-'):] for n in os.listdir(boot_dir) if n.startswith('vmlinuz-')] \
         if os.path.isdir(boot_dir) else []
-    names = [n for n in names if 'rescue' not in n and RELEASE.match(n)]
+    # rescue images and RHEL's debug kernels (never the default kernel-install makes) left out
+    names = [n for n in names if 'rescue' not in n and not n.endswith('+debug') and RELEASE.match(n)]
     boot = sorted(names, key=V.DpkgKey)[-1] if names else None
     headers = [k for k in ([boot] + ([running] if running in names else [])) if k]
     return {'boot': boot, 'running': running, 'headers_for': sorted(set(headers), key=V.DpkgKey)}
@@ -71,6 +74,7 @@ def read_live(run, running, modinfo, boot_dir=BOOT, modules_dir=MODULES, warning
     """``next_boot`` of the node: ``run(argv)`` returns ``(rc, out, err[, timed_out])`` (bytes); ``modinfo`` is the
     binary's path or None (the version is then not read, and a warning says so)."""
     warnings = [] if warnings is None else warnings
+    running = running if running and RELEASE.match(running) else None
     kernel = boot_kernels(running, boot_dir)['boot']
     if kernel is None:
         return _result(running=running, unreadable='no kernel image (vmlinuz-*) in %s' % boot_dir)
@@ -78,7 +82,7 @@ def read_live(run, running, modinfo, boot_dir=BOOT, modules_dir=MODULES, warning
     headers = os.path.isdir(os.path.join(base, 'build'))
     try:
         with open(os.path.join(base, 'modules.dep'), 'rb') as handle:
-            dep = decode(handle.read(), os.path.join(base, 'modules.dep'), warnings)
+            dep = decode(handle.read(DEP_MAX), os.path.join(base, 'modules.dep'), warnings)
     except (IOError, OSError):
         return _result(kernel, running, headers,
                        unreadable='%s has no modules.dep (depmod never ran for it): modprobe finds no module there'

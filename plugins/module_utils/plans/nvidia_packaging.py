@@ -265,15 +265,19 @@ MANAGERS = {'Debian': 'apt', 'Ubuntu': 'apt', 'RedHat': 'dnf'}
 
 # The kernel's packages, held with the driver where nvidia_driver_hold_kernel asks (a kernel update the driver was
 # not built for boots the node without it). dnf: the names linux-system-roles/hpc locks (vars/main.yml,
-# __hpc_kernel_versionlock_rpms), each locked at its installed versions. apt: patterns of dpkg-query for every
-# installed kernel's image, headers and modules (Ubuntu's precompiled linux-modules-nvidia-* among them) and the
-# meta-packages that pull a new kernel in (Debian's linux-image-amd64, Ubuntu's linux-image-generic, on which
-# linux-generic depends): apt and unattended-upgrades leave a held package as it is.
+# __hpc_kernel_versionlock_rpms), with RHEL 9's kernel-modules-core and the kernel-64k packages of the aarch64
+# nodes (GH200), each locked at its installed versions. apt: patterns of dpkg-query for every installed kernel's
+# image, headers and modules, and the meta-packages that pull a new kernel in (Debian's linux-image-amd64, Ubuntu's
+# linux-image-generic, on which linux-generic depends): apt and unattended-upgrades leave a held package as it is.
+# Ubuntu's precompiled NVIDIA modules (linux-modules-nvidia-*, linux-objects-nvidia-*, linux-signatures-nvidia-*)
+# are the driver's, left to its own holds.
 KERNEL_PACKAGES = {
     'apt': ('linux-image-*', 'linux-headers-*', 'linux-modules-*'),
-    'dnf': ('kernel', 'kernel-core', 'kernel-modules', 'kernel-modules-extra', 'kernel-devel', 'kernel-devel-matched',
-            'kernel-headers'),
+    'dnf': ('kernel', 'kernel-core', 'kernel-modules', 'kernel-modules-core', 'kernel-modules-extra', 'kernel-devel',
+            'kernel-devel-matched', 'kernel-headers', 'kernel-64k', 'kernel-64k-core', 'kernel-64k-modules',
+            'kernel-64k-modules-core', 'kernel-64k-modules-extra', 'kernel-64k-devel', 'kernel-64k-devel-matched'),
 }
+KERNEL_PACKAGES_NOT = ('linux-modules-nvidia-', 'linux-objects-nvidia-', 'linux-signatures-nvidia-')
 
 
 def library(component, family):

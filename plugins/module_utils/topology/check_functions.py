@@ -438,7 +438,8 @@ def check_next_boot_driver(ctx, wanted):
     installed = ctx.topology.get('driver_installed_version')
     version = boot.get('module_version')
     if installed is None:
-        return []
+        return [not_checked('next_boot_driver', 'node', expected, 'no installed driver package to compare the '
+                            'module %s of kernel %s with' % (boot['module'], kernel))]
     if version is None:
         return [not_checked('next_boot_driver', 'node', installed, 'the version of %s for kernel %s was not read'
                             % (boot['module'], kernel))]

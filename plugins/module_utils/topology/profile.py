@@ -317,10 +317,10 @@ class _Derivation(object):
                       'DCGM health overall %s' % (health or {}).get('overall'))
         boot = self.topology.get('next_boot') or {}
         installed = self.topology.get('driver_installed_version')
-        if boot.get('module') and not boot.get('unreadable') and boot.get('module_version') in (installed, None) \
-                and (installed is None or boot.get('module_version') is not None):
+        if boot.get('module') and not boot.get('unreadable') and installed is not None \
+                and boot.get('module_version') == installed:
             self.put('next_boot_driver', True, 'kernel %s, booted next, has NVIDIA module %s'
-                     % (boot['kernel'], boot.get('module_version') or '(no driver installed)'))
+                     % (boot['kernel'], installed))
         else:
             self.skip('next_boot_driver', boot.get('unreadable') or (
                 'kernel %s, booted next, has no NVIDIA module of the installed driver' % boot['kernel']

@@ -46,7 +46,8 @@ def modinfo_answers(version='535.261.03', rc=0):
 
 def test_boot_kernels_newest_without_rescue(tmp_path):
     for name in ('vmlinuz-6.1.0-9-amd64', 'vmlinuz-6.1.0-10-amd64', 'vmlinuz-0-rescue-abc', 'config-6.1.0-10-amd64',
-                 'vmlinuz-9.9\x1b[2J', 'vmlinuz-9.9 x'):      # no kernel release: never read, never passed on
+                 'vmlinuz-9.9\x1b[2J', 'vmlinuz-9.9 x', 'vmlinuz-a-', 'vmlinuz-7.0-',  # no kernel release
+                 'vmlinuz-9.0.0-1.el9.x86_64+debug'):         # RHEL's debug kernel: never the default
         (tmp_path / name).write_text('')
     assert boot_kernel.boot_kernels('6.1.0-9-amd64', str(tmp_path)) == {
         'boot': '6.1.0-10-amd64', 'running': '6.1.0-9-amd64', 'headers_for': ['6.1.0-9-amd64', '6.1.0-10-amd64']}
@@ -100,6 +101,12 @@ def test_an_unreadable_version_is_null_with_a_warning(tmp_path):
     warnings = []
     assert boot_kernel.read_live(None, 'x', None, boot, modules, warnings)['module_version'] is None
     assert warnings == ['modinfo was not found on the node: the version of updates/dkms/nvidia-current.ko is not read']
+
+
+def test_node_strings_that_are_no_release_or_module_path_are_not_passed_on(tmp_path):
+    boot, modules = node(tmp_path, dep='../../../etc/nvidia.ko:\n/abs/nvidia.ko:\nupdates/nvidia.ko:\n')
+    found = boot_kernel.read_live(modinfo_answers('1' * 40)[0], 'bad\x1b[0m', '/usr/sbin/modinfo', boot, modules)
+    assert (found['running'], found['module'], found['module_version']) == (None, 'updates/nvidia.ko', None)
 
 
 def test_module_names_modprobe_loads_as_nvidia():

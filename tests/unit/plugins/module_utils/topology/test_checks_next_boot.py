@@ -19,8 +19,12 @@ def next_boot(boot, installed='535.261.03', wanted=True):
 
 def test_the_installed_drivers_module_for_the_next_kernel_passes():
     assert next_boot(READY) == []
-    # no driver installed yet: a module is there, nothing to compare its version with
-    assert next_boot(READY, installed=None) == []
+
+
+def test_no_installed_driver_to_compare_with_is_not_checked():
+    failures = next_boot(READY, installed=None)
+    assert [f['actual'] for f in failures] == ['not checked']
+    assert 'no installed driver package to compare the module updates/dkms/nvidia-current.ko' in failures[0]['message']
 
 
 @pytest.mark.parametrize('headers,says', [(False, 'headers are not installed, so DKMS cannot build one'),

@@ -315,9 +315,10 @@ def test_file_state_tells_ours_edited_and_foreign(tmp_path):
 def test_next_boot_driver_is_derived_only_from_a_ready_next_kernel(tmp_path):
     topology = _gather(_tree(H100), tmp_path, H100)
     assert 'next_boot_driver' in topology_profile.derive(topology)['left_out']
+    topology['driver_installed_version'] = topology['driver_version']     # a bundle says none is installed
     topology['next_boot'] = {'kernel': '6.8.0-90-generic', 'running': '6.8.0-88-generic', 'headers': True,
                              'module': 'kernel/nvidia-580srv/nvidia.ko',
-                             'module_version': topology['driver_installed_version'], 'unreadable': None}
+                             'module_version': topology['driver_version'], 'unreadable': None}
     derived = topology_profile.derive(topology)
     assert derived['profile']['next_boot_driver'] is True and derived['failures'] == []
     topology['next_boot'] = dict(topology['next_boot'], module=None, module_version=None, headers=False)
