@@ -23,7 +23,6 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import fcntl
-import glob
 import os
 import pwd
 import signal
@@ -46,7 +45,6 @@ PERSISTENCED = 'nvidia-persistenced'
 FABRICMANAGER = 'nv-fabricmanager'
 PD_PID_FILE = 'var/run/nvidia-persistenced/nvidia-persistenced.pid'
 FM_PID_FILE = 'var/run/nvidia-fabricmanager/nv-fabricmanager.pid'
-SYSFS = 'usr/share/gpuops-sim/sys'
 
 # REAL: nvidia-persistenced.c wait_for_init_complete() (stderr of the parent), seen in a Debian 12 container
 PD_FAILED = 'nvidia-persistenced failed to initialize. Check syslog for more details.\n'
@@ -87,18 +85,7 @@ def package_version_of(query, path):
 
 def nvswitches(root):
     """PCI addresses of NVSwitches (vendor 0x10de, class 0x0680xx) on the simulated PCI bus."""
-    found = []
-    for dev in sorted(glob.glob(sim_driver.under(root, SYSFS + '/bus/pci/devices/*'))):
-        values = {}
-        for name in ('vendor', 'class'):
-            try:
-                with open(os.path.join(dev, name)) as handle:
-                    values[name] = handle.read().strip().lower()
-            except (IOError, OSError):
-                values[name] = ''
-        if values['vendor'] == '0x10de' and values['class'].startswith('0x0680'):
-            found.append(os.path.basename(dev))
-    return found
+    return sim_driver.nvidia_functions(root, ('0x0680',))
 
 
 # ---------------------------------------------------------------------------

@@ -376,20 +376,26 @@ def boot(root='/', query=None, uname_release=None):
     return decision
 
 
+def nvidia_functions(root, classes):
+    """PCI addresses, sorted, of the NVIDIA functions (vendor 0x10de) of the profile's sysfs tree whose class starts
+    with one of ``classes`` (``0x0300``/``0x0302``: GPUs; ``0x0680``: NVSwitches)."""
+    found = []
+    for dev in sorted(glob.glob(under(root, SYSFS + '/bus/pci/devices/*'))):
+        values = {}
+        for name in ('vendor', 'class'):
+            try:
+                with open(os.path.join(dev, name)) as handle:
+                    values[name] = handle.read().strip().lower()
+            except (IOError, OSError):
+                values[name] = ''
+        if values['vendor'] == '0x10de' and values['class'].startswith(tuple(classes)):
+            found.append(os.path.basename(dev))
+    return found
+
+
 def gpu_count(root='/'):
     """The NVIDIA display and 3D controllers of the profile's sysfs tree."""
-    count = 0
-    for device in glob.glob(under(root, SYSFS + '/bus/pci/devices/*')):
-        try:
-            with open(os.path.join(device, 'vendor')) as handle:
-                vendor = handle.read().strip()
-            with open(os.path.join(device, 'class')) as handle:
-                klass = handle.read().strip()
-        except (IOError, OSError):
-            continue
-        if vendor == '0x10de' and klass[:6] in ('0x0300', '0x0302'):
-            count += 1
-    return count
+    return len(nvidia_functions(root, ('0x0300', '0x0302')))
 
 
 def make_device_nodes(root, driver_loaded):
