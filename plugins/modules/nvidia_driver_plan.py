@@ -293,7 +293,7 @@ kernel_packages:
       but Ubuntu's precompiled NVIDIA modules (the driver's); with dnf C(kernel), C(kernel-core), C(kernel-modules),
       C(kernel-modules-extra), C(kernel-devel), C(kernel-devel-matched) and C(kernel-headers), as
       linux-system-roles/hpc locks them, with C(kernel-modules-core) and the C(kernel-64k) packages.
-  returned: always
+  returned: in mode C(inspect)
   type: dict
 kernels:
   description:
@@ -482,8 +482,9 @@ def main():
     kernels = boot_kernels(platform.release())
     dkms, dkms_errors = read_dkms(module, params['dkms_modules'], kernels['boot'])
     result = dict(changed=False, installed=installed, held=held, dkms=dkms, dkms_build_errors=dkms_errors, plan={},
-                  kernels=kernels, kernel_packages=kernel_packages(manager))
+                  kernels=kernels)
     if params['mode'] == 'inspect':
+        result['kernel_packages'] = kernel_packages(manager)
         module.exit_json(**result)
     origin = params['repo_url'] or None
     available = dict((flavour, manager.available(packages[flavour][0], origin)) for flavour in ('open', 'proprietary'))

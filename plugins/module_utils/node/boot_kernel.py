@@ -39,7 +39,6 @@ VERSION = re.compile(r'^[0-9]{1,5}(\.[0-9]{1,5}){1,4}$')
 # passed on: node strings reach the controller's reports)
 RELEASE = re.compile(r'^[0-9][A-Za-z0-9._+~-]{0,126}[A-Za-z0-9]$')
 PATH = re.compile(r'^(?!/)(?!.*\.\.)[A-Za-z0-9._+~/-]{1,255}$')
-VERSION_MAX = 32
 DEP_MAX = 16 * 1024 * 1024   # a modules.dep is some 100 kB
 
 
@@ -101,8 +100,3 @@ def read_live(run, running, modinfo, boot_dir=BOOT, modules_dir=MODULES, warning
         else:
             warnings.append('modinfo -F version %s: exit %s, %r' % (module, rc, clean(out)[:80]))
     return _result(kernel, running, headers, module, version)
-
-
-def read_bundle():
-    """A capture bundle holds no /boot and no /lib/modules."""
-    return _result(unreadable='a capture bundle holds no /boot')
